@@ -1,0 +1,37 @@
+"""Shared by tests/ and by the Python fences of docs/ (pytest-markdown-docs).
+
+It must sit at the repository root: this is what gives `pytest docs/` the same 8 virtual CPU
+devices and the same `snippets` imports as the tests.
+"""
+
+from snippets.devices import use_cpu_devices
+
+use_cpu_devices(8)
+
+
+def pytest_markdown_docs_markdown_it():
+    """Parse pages the way the site does: expand includes, and run each page as one program.
+
+    A reader pastes a page's blocks in order into one Python session, so each page's Python
+    fences (with their `--8<--` lines expanded by pymdownx.snippets, as MkDocs does) are joined
+    into one test. A comment before each block names it, so a failure points at the block.
+    """
+    from markdown_it import MarkdownIt
+
+    from snippets.outputs import parse_blocks, python_fences
+
+    class PageProgram(MarkdownIt):
+        def parse(self, src, env=None):
+            tokens = super().parse(src, env)
+            fences = python_fences(tokens)
+            if not fences:
+                return tokens
+            blocks = parse_blocks(src, "page")
+            fences[0].content = "\n".join(
+                f"# ---- block {b.index + 1}, page line {b.line}: "
+                f"{', '.join(b.includes) or 'inline'}\n{b.source}"
+                for b in blocks
+            )
+            return [t for t in tokens if t not in fences[1:]]
+
+    return PageProgram("commonmark")

@@ -1,0 +1,85 @@
+"""Build the site, run the tests, lint: `nox` runs lint, tests and docs.
+
+    nox -s docs     run every page's code (cached), then `mkdocs build --strict` into site/
+    nox -s serve    the same, then serve the site on http://127.0.0.1:8000 with live reload
+    nox -s tests    the snippets' tests and every Python block the pages show
+    nox -s lint     ruff check and ruff format --check
+    nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
+
+Each session builds its own environment from the pinned dependency groups in pyproject.toml,
+with uv when it is installed (`pip install nox uv`), else with virtualenv and pip.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests", "docs"]
+
+ROOT = Path(__file__).resolve().parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+# Material prints a long notice on every build; one line in the README is enough.
+QUIET = {"NO_MKDOCS_2_WARNING": "1"}
+
+
+def install(session: nox.Session, group: str) -> None:
+    """Install a dependency group, skipping the installer when the environment already has it.
+
+    A stamp in the environment records what was installed: a warm `nox -s docs` then spends
+    no time in pip or uv.
+    """
+    requirements = nox.project.dependency_groups(PYPROJECT, group)
+    stamp = Path(session.virtualenv.location, ".nox-requirements")
+    wanted = "\n".join(requirements)
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return
+    # This machine may set PYTHONDONTWRITEBYTECODE; an uncompiled jax imports twice as slowly.
+    session.install(*requirements, env={"UV_COMPILE_BYTECODE": "1"})
+    stamp.write_text(wanted)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole tree."""
+    install(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """pytest: tests/ and every Python fence in docs/ (one program per page)."""
+    install(session, "tests")
+    session.run("pytest", *session.posargs, env=QUIET)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Run the pages' code on 8 virtual CPU devices (cached), then build the site strictly.
+
+    The running happens inside the build, in the hook of snippets/site_hooks.py, before any
+    page is rendered: one process, and a failing snippet stops the build.
+    """
+    install(session, "docs")
+    session.run("mkdocs", "build", "--strict", *session.posargs, env=QUIET)
+
+
+@nox.session
+def serve(session: nox.Session) -> None:
+    """As docs, then serve the site locally; edited snippets re-run on save."""
+    install(session, "docs")
+    address = os.environ.get("DOCS_ADDRESS", "127.0.0.1:8000")
+    session.run("mkdocs", "serve", "--strict", "-a", address, *session.posargs, env=QUIET)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Print build timings: cold, warm, one snippet edited, and a plain mkdocs build."""
+    install(session, "docs")
+    session.run("python", "tests/bench_build.py", *session.posargs, env=QUIET)

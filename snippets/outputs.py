@@ -1,0 +1,366 @@
+"""Run the code each page shows and keep what every block printed and drew.
+
+A page is one program: its Python fences, with their `--8<--` include lines expanded exactly as
+the site expands them, run in order in one fresh interpreter on 8 virtual CPU devices. That is
+what a reader does who pastes the blocks of a page, in order, into a fresh Python.
+
+Results are cached per page in `.cache/outputs/`, keyed by the code the page runs, the source
+of every `snippets` module that code imports, this tooling, and the installed versions of the
+packages the examples use. A warm build with nothing changed runs nothing; an edited snippet
+re-runs only the pages that show it.
+
+    python -m snippets.outputs            # bring every page's outputs up to date
+    python -m snippets.outputs --force    # run every page again
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import hashlib
+import importlib.metadata
+import json
+import linecache
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CACHE = ROOT / ".cache" / "outputs"
+
+# The options mkdocs.yml gives pymdownx.snippets; the tests and this runner expand the same way.
+SNIPPETS_OPTIONS = {"base_path": [str(ROOT)], "check_paths": True, "dedent_subsections": True}
+PYTHON_LANGS = {"py", "python", "python3"}
+VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy", "rich", "matplotlib")
+INCLUDE = re.compile(r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE)
+# What this tooling itself is made of: a change to any of these re-runs every page.
+TOOLING = ("outputs.py", "render.py", "devices.py")
+
+
+class SnippetError(Exception):
+    """A page's code could not be assembled, or a block failed when run."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One runnable Python fence of a page, with its include lines expanded."""
+
+    page: str  # path relative to docs/
+    index: int  # position among the page's runnable fences, from 0
+    line: int  # line of the opening fence in the page, from 1
+    end_line: int  # line of the closing fence
+    includes: tuple[str, ...]  # the `file:section` targets it includes
+    source: str  # the code, as a reader sees it
+
+    @property
+    def name(self) -> str:
+        where = ", ".join(self.includes) if self.includes else "inline code"
+        return f"{self.page} block {self.index + 1} (line {self.line}: {where})"
+
+
+def fence_info(info: str) -> tuple[str | None, set[str]]:
+    """Language and options of a fence, in plain (`python notest`) or brace form."""
+    words = info.strip().strip("{}").split()
+    lang = next((w[1:] for w in words if w.startswith(".")), None)
+    if lang is None and words and not info.strip().startswith("{"):
+        lang = words[0]
+    return lang, {w for w in words if w not in {lang, f".{lang}"}}
+
+
+def _expander():
+    import markdown
+
+    md = markdown.Markdown(
+        extensions=["pymdownx.snippets"],
+        extension_configs={"pymdownx.snippets": SNIPPETS_OPTIONS},
+    )
+    return md.preprocessors["snippet"]
+
+
+def expand(code: str, where: str) -> str:
+    """Replace the `--8<--` lines of a code fence with what they include, as the site does."""
+    if not INCLUDE.search(code):
+        return code
+    from pymdownx.snippets import SnippetMissingError
+
+    try:
+        lines = _expander().run(code.splitlines())
+    except SnippetMissingError as err:
+        targets = ", ".join(INCLUDE.findall(code))
+        raise SnippetError(f"{where}: cannot include {targets}: {err}") from None
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def page_blocks(page: Path) -> list[Block]:
+    """The runnable Python fences of a page, in order. Fences marked `notest` are not run."""
+    rel = page.relative_to(DOCS).as_posix() if page.is_relative_to(DOCS) else str(page)
+    return parse_blocks(page.read_text(encoding="utf-8"), rel)
+
+
+def python_fences(tokens: list) -> list:
+    """The markdown-it fence tokens that hold runnable Python (not marked `notest`)."""
+    fences = []
+    for token in tokens:
+        if token.type == "fence" and token.map:
+            lang, options = fence_info(token.info)
+            if lang in PYTHON_LANGS and "notest" not in options:
+                fences.append(token)
+    return fences
+
+
+def parse_blocks(text: str, page: str) -> list[Block]:
+    from markdown_it import MarkdownIt
+
+    fences = python_fences(MarkdownIt("commonmark").parse(text))
+    return [
+        Block(
+            page=page,
+            index=i,
+            line=token.map[0] + 1,
+            end_line=token.map[1],
+            includes=tuple(INCLUDE.findall(token.content)),
+            source=expand(token.content, f"{page} line {token.map[0] + 1}"),
+        )
+        for i, token in enumerate(fences)
+    ]
+
+
+def _snippet_module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    if parts[0] != "snippets":
+        return None
+    base = ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_snippets(code: str) -> set[Path]:
+    """Files of the `snippets` modules that `code` imports, followed through their imports."""
+    found: set[Path] = set()
+    pending = [code]
+    while pending:
+        tree = ast.parse(pending.pop())
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):
+                    path = _snippet_module_file(".".join(parts[:i]))
+                    if path and path not in found:
+                        found.add(path)
+                        pending.append(path.read_text(encoding="utf-8"))
+    return found
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of the packages the examples run on."""
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def cache_key(blocks: list[Block]) -> str:
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in TOOLING:
+        digest.update((here / name).read_bytes())
+    digest.update(json.dumps(versions(), sort_keys=True).encode())
+    code = "\n".join(block.source for block in blocks)
+    digest.update(code.encode())
+    for path in sorted(imported_snippets(code)):
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_file(page: str) -> Path:
+    return CACHE / (page.removesuffix(".md").replace("/", "__") + ".json")
+
+
+def load_cached(page: str, key: str) -> list[list[dict]] | None:
+    try:
+        data = json.loads(cache_file(page).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data["blocks"] if data.get("key") == key else None
+
+
+@dataclass
+class PageResult:
+    page: str
+    ran: bool  # False when the cache had it
+    seconds: float
+    blocks: list[list[dict]]  # per block: chunks {"text": ...} or {"svg": ..., "alt": ...}
+
+
+def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
+    """Run a page's blocks in a fresh interpreter and store what they printed."""
+    rel = blocks[0].page if blocks else page.name
+    start = time.perf_counter()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec, result = Path(tmp, "blocks.json"), Path(tmp, "result.json")
+        spec.write_text(json.dumps([asdict(b) for b in blocks]), encoding="utf-8")
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "snippets.outputs", "--exec", str(spec), str(result)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0 or not result.exists():
+            try:
+                failure = json.loads(result.read_text(encoding="utf-8"))["error"]
+            except (OSError, ValueError, KeyError):
+                failure = f"{rel}: the page's program died (exit code {proc.returncode})."
+            raise SnippetError(f"{failure}\n{proc.stderr.strip()}".strip())
+        outputs = json.loads(result.read_text(encoding="utf-8"))["blocks"]
+    cache_file(rel).write_text(json.dumps({"key": key, "blocks": outputs}), encoding="utf-8")
+    return PageResult(rel, True, time.perf_counter() - start, outputs)
+
+
+def ensure(
+    pages: list[Path], jobs: int | None = None, force: bool = False
+) -> dict[str, PageResult]:
+    """Bring the outputs of `pages` up to date, running stale pages in parallel.
+
+    Every page's includes are expanded before anything runs, so a missing file or section
+    fails at once. A failing block raises SnippetError naming the page, the block and the
+    snippet it includes, with the traceback; pages not yet started are not started.
+    """
+    plans = []
+    for page in pages:
+        blocks = page_blocks(page)
+        if blocks:
+            plans.append((page, blocks, cache_key(blocks)))
+    results: dict[str, PageResult] = {}
+    stale = []
+    for page, blocks, key in plans:
+        cached = None if force else load_cached(blocks[0].page, key)
+        if cached is None:
+            stale.append((page, blocks, key))
+        else:
+            results[blocks[0].page] = PageResult(blocks[0].page, False, 0.0, cached)
+    if not stale:
+        return results
+    jobs = jobs or max(1, min(len(stale), os.cpu_count() or 1))
+    errors: list[str] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_page, *plan) for plan in stale]
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                result = future.result()
+                results[result.page] = result
+            except SnippetError as err:
+                errors.append(str(err))
+                for other in futures:
+                    other.cancel()
+    if errors:
+        raise SnippetError("\n\n".join(errors))
+    return results
+
+
+def doc_pages() -> list[Path]:
+    return sorted(p for p in DOCS.rglob("*.md") if not any(s.startswith(".") for s in p.parts))
+
+
+# ---------------------------------------------------------------------------------------------
+# The child process: runs one page's blocks in order and reports what each printed.
+
+
+def _exec_blocks(spec: Path, result: Path) -> int:
+    import types
+    import warnings
+
+    from snippets import render
+    from snippets.devices import use_cpu_devices
+
+    use_cpu_devices(8)
+    # As in the tests: the pages teach today's API, so a deprecation stops the build.
+    warnings.simplefilter("error", DeprecationWarning)
+    warnings.simplefilter("error", PendingDeprecationWarning)
+    import jax
+
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    outputs = []
+    for data in json.loads(spec.read_text(encoding="utf-8")):
+        block = Block(**{**data, "includes": tuple(data["includes"])})
+        filename = f"<{block.name}>"
+        linecache.cache[filename] = (
+            len(block.source),
+            None,
+            block.source.splitlines(True),
+            filename,
+        )
+        try:
+            with render.capture() as captured:
+                exec(compile(block.source, filename, "exec"), main.__dict__)
+                jax.effects_barrier()
+        except BaseException:
+            tb = traceback.format_exc()
+            message = f"Snippet failed: {block.name}\n{tb}"
+            result.write_text(json.dumps({"error": message}), encoding="utf-8")
+            return 1
+        outputs.append(
+            [
+                {"text": c} if isinstance(c, str) else {"svg": c.svg, "alt": c.text}
+                for c in captured.chunks
+            ]
+        )
+    result.write_text(json.dumps({"blocks": outputs}), encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="*", type=Path, help="pages to run (default: all of docs/)")
+    parser.add_argument("--force", action="store_true", help="ignore the cache")
+    parser.add_argument("--jobs", type=int, default=None, help="pages run at once (default: cores)")
+    parser.add_argument(
+        "--exec", nargs=2, type=Path, metavar=("BLOCKS", "RESULT"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args(argv)
+    if args.exec:
+        return _exec_blocks(*args.exec)
+    pages = [p.resolve() for p in args.pages] or doc_pages()
+    start = time.perf_counter()
+    try:
+        results = ensure(pages, jobs=args.jobs, force=args.force)
+    except SnippetError as err:
+        print(err, file=sys.stderr)
+        return 1
+    ran = [r for r in results.values() if r.ran]
+    for r in sorted(ran, key=lambda r: r.page):
+        print(f"ran {r.page} in {r.seconds:.1f} s")
+    print(
+        f"snippet outputs: {len(results)} pages, {len(ran)} ran, "
+        f"{len(results) - len(ran)} cached ({time.perf_counter() - start:.1f} s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
