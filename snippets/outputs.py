@@ -237,7 +237,11 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
                 failure = f"{rel}: the page's program died (exit code {proc.returncode})."
             raise SnippetError(f"{failure}\n{proc.stderr.strip()}".strip())
         outputs = json.loads(result.read_text(encoding="utf-8"))["blocks"]
-    cache_file(rel).write_text(json.dumps({"key": key, "blocks": outputs}), encoding="utf-8")
+    # Write then rename, so a build running beside this one never reads half a file.
+    target = cache_file(rel)
+    partial = target.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps({"key": key, "blocks": outputs}), encoding="utf-8")
+    partial.replace(target)
     return PageResult(rel, True, time.perf_counter() - start, outputs)
 
 

@@ -11,15 +11,15 @@ import contextlib
 import html
 import io
 import itertools
+import math
 import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-# Rich lays text out in cells 0.61 em wide on lines 1.22 em tall (its SVG defaults); every text
-# run carries a textLength, so any monospace font fills the same box.
+# Rich's SVG export puts text 20 px high on lines 1.22 times that; every text run carries a
+# textLength, so any monospace font fills the same box.
 _CHAR_HEIGHT = 20
-_CHAR_WIDTH = _CHAR_HEIGHT * 0.61
 _LINE_HEIGHT = _CHAR_HEIGHT * 1.22
 
 # Rich's own template, less the window chrome and the @font-face rules that point at a CDN.
@@ -58,7 +58,6 @@ class Capture:
 
     chunks: list[str | Figure] = field(default_factory=list)
     _text: list[str] = field(default_factory=list)
-    _consoles: list[object] = field(default_factory=list)
 
     def write(self, text: str) -> int:
         self._text.append(text)
@@ -75,7 +74,6 @@ class Capture:
 
     def _start_figure(self, console: object) -> None:
         self._end_text()
-        self._consoles.append(console)
         self.chunks.append(console)  # type: ignore[arg-type]  # replaced by a Figure in _finish
 
     def _finish(self) -> None:
@@ -101,6 +99,7 @@ def capture() -> Iterator[Capture]:
             result._start_figure(self)
 
     rich.console.Console = RecordingConsole
+    saved_colours = _distinct_colours()
     saved_stdout = sys.stdout
     sys.stdout = result  # type: ignore[assignment]
     try:
@@ -108,25 +107,84 @@ def capture() -> Iterator[Capture]:
     finally:
         sys.stdout = saved_stdout
         rich.console.Console = original
+        if saved_colours is not None:
+            _debugging().make_color_iter, _debugging()._get_text_color = saved_colours
         result._finish()
+
+
+def _debugging():
+    from jax._src import debugging
+
+    return debugging
+
+
+def _distinct_colours():
+    """Give every block of a diagram its own colour, and labels the contrast to read them.
+
+    jax 0.10.2 walks its colour map in steps of n/2 + 1, which for a 2-way (or 6-way) split
+    lands on the same colour again, so both halves of an array look like one block; and it
+    writes white on some light colours. Only colours change: layout and labels are jax's own.
+    Returns what it replaced.
+    """
+    debugging = _debugging()
+    original = (
+        getattr(debugging, "make_color_iter", None),
+        getattr(debugging, "_get_text_color", None),
+    )
+    if None in original:  # a later jax reorganised this; its own colours will have to do
+        return None
+
+    def make_color_iter(color_map, num_rows, num_cols):
+        count = num_rows * num_cols
+        step = next(s for s in range(count // 2 + 1, 2 * count + 2) if math.gcd(s, count) == 1)
+        for i in range(count):
+            yield color_map(((i * step) % count) / max(count - 1, 1))
+
+    debugging.make_color_iter = make_color_iter
+    debugging._get_text_color = readable_text_colour
+    return original
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG relative luminance of a #rrggbb colour."""
+    channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def readable_text_colour(background: str) -> str:
+    """Black or white, whichever has the higher WCAG contrast on `background`."""
+    lum = _luminance(background)
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
 
 
 def console_figure(console) -> Figure:
     """Export a recording rich Console as a self-contained SVG cropped to what was drawn."""
-    text = console.export_text(clear=False, styles=False)
-    lines = text.rstrip().splitlines()
-    columns = max((len(line.rstrip()) for line in lines), default=0)
-    label = "Sharding diagram: " + " ".join(" ".join(lines).split())
-    width = f"{columns * _CHAR_WIDTH:g}"
-    height = f"{len(lines) * _LINE_HEIGHT + 4:g}"
-    template = (
-        _SVG_TEMPLATE.replace("@W@", width)
-        .replace("@H@", height)
-        .replace("@LABEL@", html.escape(label, quote=True).replace("{", "{{").replace("}", "}}"))
+    text = "\n".join(line.rstrip() for line in console.export_text(clear=False).splitlines())
+    label = "Sharding diagram: " + " ".join(text.split())
+    template = _SVG_TEMPLATE.replace(
+        "@LABEL@", html.escape(label, quote=True).replace("{", "{{").replace("}", "}}")
     )
-    console.width = max(columns, 1)
     svg = console.export_svg(code_format=template, unique_id=f"sd{next(_figure_ids)}", clear=False)
+    width, height = _drawn_extent(svg)
+    svg = svg.replace("@W@", f"{width:g}").replace("@H@", f"{height:g}")
     svg = "\n".join(line for line in svg.splitlines() if line.strip())
     if re.search(r"url\(\s*['\"]?https?:", svg):
         raise AssertionError("an exported diagram refers to a remote resource")
-    return Figure(svg=svg, text="\n".join(line.rstrip() for line in lines))
+    return Figure(svg=svg, text=text.strip("\n"))
+
+
+def _drawn_extent(svg: str) -> tuple[float, float]:
+    """Right and bottom edges of the coloured cells and text (the clip paths in <defs> aside)."""
+    drawn = svg[svg.index("</defs>") :]
+    right = bottom = 0.0
+    for tag in re.finditer(r"<(rect|text)\b([^>]*)>", drawn):
+        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', tag.group(2)))
+        x, y = float(attrs.get("x", 0)), float(attrs.get("y", 0))
+        if tag.group(1) == "rect":
+            right = max(right, x + float(attrs["width"]))
+            bottom = max(bottom, y + float(attrs["height"]))
+        else:
+            right = max(right, x + float(attrs.get("textLength", 0)))
+            bottom = max(bottom, y + _LINE_HEIGHT - _CHAR_HEIGHT)
+    return round(right, 2), round(bottom, 2)
