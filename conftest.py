@@ -4,11 +4,15 @@ It must sit at the repository root: this is what gives `pytest docs/` the same 8
 devices and the same `snippets` imports as the tests.
 """
 
+import pytest
+
 from snippets.devices import use_cpu_devices
 
 use_cpu_devices(8)
 
 
+# optionalhook: `pytest tests/` still runs where pytest-markdown-docs is not installed.
+@pytest.hookimpl(optionalhook=True)
 def pytest_markdown_docs_markdown_it():
     """Parse pages the way the site does: expand includes, and run each page as one program.
 

@@ -75,7 +75,9 @@ def serve(session: nox.Session) -> None:
     """As docs, then serve the site locally; edited snippets re-run on save."""
     install(session, "docs")
     address = os.environ.get("DOCS_ADDRESS", "127.0.0.1:8000")
-    session.run("mkdocs", "serve", "--strict", "-a", address, *session.posargs, env=QUIET)
+    session.run(
+        "mkdocs", "serve", "--strict", "-a", address, *session.posargs, env=QUIET
+    )
 
 
 @nox.session

@@ -25,7 +25,9 @@ def use_cpu_devices(n: int = DEFAULT_DEVICES) -> list[jax.Device]:
     with what to do instead.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"use_cpu_devices needs a whole number of devices >= 1, got {n!r}.")
+        raise ValueError(
+            f"use_cpu_devices needs a whole number of devices >= 1, got {n!r}."
+        )
     try:
         jax.config.update("jax_platforms", "cpu")
         jax.config.update("jax_num_cpu_devices", n)

@@ -37,10 +37,16 @@ DOCS = ROOT / "docs"
 CACHE = ROOT / ".cache" / "outputs"
 
 # The options mkdocs.yml gives pymdownx.snippets; the tests and this runner expand the same way.
-SNIPPETS_OPTIONS = {"base_path": [str(ROOT)], "check_paths": True, "dedent_subsections": True}
+SNIPPETS_OPTIONS = {
+    "base_path": [str(ROOT)],
+    "check_paths": True,
+    "dedent_subsections": True,
+}
 PYTHON_LANGS = {"py", "python", "python3"}
 VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy", "rich", "matplotlib")
-INCLUDE = re.compile(r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE)
+INCLUDE = re.compile(
+    r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE
+)
 # What this tooling itself is made of: a change to any of these re-runs every page.
 TOOLING = ("outputs.py", "render.py", "devices.py")
 
@@ -208,7 +214,9 @@ class PageResult:
     page: str
     ran: bool  # False when the cache had it
     seconds: float
-    blocks: list[list[dict]]  # per block: chunks {"text": ...} or {"svg": ..., "alt": ...}
+    blocks: list[
+        list[dict]
+    ]  # per block: chunks {"text": ...} or {"svg": ..., "alt": ...}
 
 
 def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
@@ -221,10 +229,19 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
         spec.write_text(json.dumps([asdict(b) for b in blocks]), encoding="utf-8")
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), os.environ.get("PYTHONPATH", "")]
+            ),
         }
         proc = subprocess.run(
-            [sys.executable, "-m", "snippets.outputs", "--exec", str(spec), str(result)],
+            [
+                sys.executable,
+                "-m",
+                "snippets.outputs",
+                "--exec",
+                str(spec),
+                str(result),
+            ],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -234,7 +251,9 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
             try:
                 failure = json.loads(result.read_text(encoding="utf-8"))["error"]
             except (OSError, ValueError, KeyError):
-                failure = f"{rel}: the page's program died (exit code {proc.returncode})."
+                failure = (
+                    f"{rel}: the page's program died (exit code {proc.returncode})."
+                )
             raise SnippetError(f"{failure}\n{proc.stderr.strip()}".strip())
         outputs = json.loads(result.read_text(encoding="utf-8"))["blocks"]
     # Write then rename, so a build running beside this one never reads half a file.
@@ -287,7 +306,9 @@ def ensure(
 
 
 def doc_pages() -> list[Path]:
-    return sorted(p for p in DOCS.rglob("*.md") if not any(s.startswith(".") for s in p.parts))
+    return sorted(
+        p for p in DOCS.rglob("*.md") if not any(s.startswith(".") for s in p.parts)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,8 +344,11 @@ def _exec_blocks(spec: Path, result: Path) -> int:
             with render.capture() as captured:
                 exec(compile(block.source, filename, "exec"), main.__dict__)
                 jax.effects_barrier()
-        except BaseException:
-            tb = traceback.format_exc()
+        except BaseException as err:
+            # Drop this runner's own frame: the traceback starts in the reader's code.
+            tb = "".join(
+                traceback.format_exception(type(err), err, err.__traceback__.tb_next)
+            )
             message = f"Snippet failed: {block.name}\n{tb}"
             result.write_text(json.dumps({"error": message}), encoding="utf-8")
             return 1
@@ -340,11 +364,19 @@ def _exec_blocks(spec: Path, result: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pages", nargs="*", type=Path, help="pages to run (default: all of docs/)")
-    parser.add_argument("--force", action="store_true", help="ignore the cache")
-    parser.add_argument("--jobs", type=int, default=None, help="pages run at once (default: cores)")
     parser.add_argument(
-        "--exec", nargs=2, type=Path, metavar=("BLOCKS", "RESULT"), help=argparse.SUPPRESS
+        "pages", nargs="*", type=Path, help="pages to run (default: all of docs/)"
+    )
+    parser.add_argument("--force", action="store_true", help="ignore the cache")
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="pages run at once (default: cores)"
+    )
+    parser.add_argument(
+        "--exec",
+        nargs=2,
+        type=Path,
+        metavar=("BLOCKS", "RESULT"),
+        help=argparse.SUPPRESS,
     )
     args = parser.parse_args(argv)
     if args.exec:

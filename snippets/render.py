@@ -78,8 +78,12 @@ class Capture:
 
     def _finish(self) -> None:
         self._end_text()
-        self.chunks = [c if isinstance(c, str) else console_figure(c) for c in self.chunks]
-        self.chunks = [c for c in self.chunks if not isinstance(c, Figure) or c.text.strip()]
+        self.chunks = [
+            c if isinstance(c, str) else console_figure(c) for c in self.chunks
+        ]
+        self.chunks = [
+            c for c in self.chunks if not isinstance(c, Figure) or c.text.strip()
+        ]
 
 
 @contextlib.contextmanager
@@ -93,7 +97,10 @@ def capture() -> Iterator[Capture]:
     class RecordingConsole(original):  # type: ignore[misc, valid-type]
         def __init__(self, *args, **kwargs):
             kwargs.update(
-                record=True, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+                record=True,
+                file=io.StringIO(),
+                force_terminal=True,
+                color_system="truecolor",
             )
             super().__init__(*args, **kwargs)
             result._start_figure(self)
@@ -131,12 +138,16 @@ def _distinct_colours():
         getattr(debugging, "make_color_iter", None),
         getattr(debugging, "_get_text_color", None),
     )
-    if None in original:  # a later jax reorganised this; its own colours will have to do
+    if (
+        None in original
+    ):  # a later jax reorganised this; its own colours will have to do
         return None
 
     def make_color_iter(color_map, num_rows, num_cols):
         count = num_rows * num_cols
-        step = next(s for s in range(count // 2 + 1, 2 * count + 2) if math.gcd(s, count) == 1)
+        step = next(
+            s for s in range(count // 2 + 1, 2 * count + 2) if math.gcd(s, count) == 1
+        )
         for i in range(count):
             yield color_map(((i * step) % count) / max(count - 1, 1))
 
@@ -148,7 +159,9 @@ def _distinct_colours():
 def _luminance(hex_colour: str) -> float:
     """WCAG relative luminance of a #rrggbb colour."""
     channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    r, g, b = (
+        c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels
+    )
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -160,12 +173,18 @@ def readable_text_colour(background: str) -> str:
 
 def console_figure(console) -> Figure:
     """Export a recording rich Console as a self-contained SVG cropped to what was drawn."""
-    text = "\n".join(line.rstrip() for line in console.export_text(clear=False).splitlines())
+    text = "\n".join(
+        line.rstrip() for line in console.export_text(clear=False).splitlines()
+    )
     label = "Sharding diagram: " + " ".join(text.split())
     template = _SVG_TEMPLATE.replace(
         "@LABEL@", html.escape(label, quote=True).replace("{", "{{").replace("}", "}}")
     )
-    svg = console.export_svg(code_format=template, unique_id=f"sd{next(_figure_ids)}", clear=False)
+    svg = console.export_svg(
+        code_format=template, unique_id=f"sd{next(_figure_ids)}", clear=False
+    )
+    # Rich writes each line break as a text run of its own at the console's right edge.
+    svg = re.sub(r"<text\b[^>]*>\s*</text>", "", svg)
     width, height = _drawn_extent(svg)
     svg = svg.replace("@W@", f"{width:g}").replace("@H@", f"{height:g}")
     svg = "\n".join(line for line in svg.splitlines() if line.strip())

@@ -26,16 +26,22 @@ _results: dict[str, outputs.PageResult] = {}
 def on_config(config):
     # The footer names the versions the outputs were generated with (partials/copyright.html).
     shown = ("jax", "flax", "optax")
-    config.extra["versions"] = {k: v for k, v in outputs.versions().items() if k in shown}
+    config.extra["versions"] = {
+        k: v for k, v in outputs.versions().items() if k in shown
+    }
     return config
 
 
 def on_files(files, config):
-    pages = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
+    pages = [
+        Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path
+    ]
     try:
         results = outputs.ensure(pages)
     except outputs.SnippetError as err:
-        raise PluginError(f"A page's code failed, so the site was not built.\n\n{err}") from None
+        raise PluginError(
+            f"A page's code could not be run, so the site was not built.\n\n{err}"
+        ) from None
     _results.clear()
     _results.update(results)
     ran = sorted(r.page for r in results.values() if r.ran)
@@ -53,7 +59,9 @@ def on_page_markdown(markdown, page, config, files):
         return markdown
     blocks = outputs.page_blocks(Path(page.file.abs_src_path))
     if len(blocks) != len(result.blocks):
-        raise PluginError(f"{page.file.src_uri}: its outputs are out of date; build again.")
+        raise PluginError(
+            f"{page.file.src_uri}: its outputs are out of date; build again."
+        )
     lines = markdown.split("\n")
     for block, chunks in reversed(list(zip(blocks, result.blocks, strict=True))):
         shown = [chunk_markdown(chunk) for chunk in chunks]

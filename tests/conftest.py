@@ -15,7 +15,9 @@ def devices():
 @pytest.fixture(scope="session")
 def mesh(devices):
     """The 2 x 4 mesh most examples use, with Explicit axes ("x", "y")."""
-    return jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Explicit))
+    return jax.make_mesh(
+        (2, 4), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Explicit)
+    )
 
 
 @pytest.fixture(scope="session")

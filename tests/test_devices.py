@@ -65,7 +65,9 @@ def test_fresh_process_started_with_two_devices_gets_the_clear_error():
     )
     assert proc.returncode != 0
     last_line = proc.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("snippets.devices.DeviceSetupError: JAX already started with 2 cpu")
+    assert last_line.startswith(
+        "snippets.devices.DeviceSetupError: JAX already started with 2 cpu"
+    )
     assert "JAX_NUM_CPU_DEVICES=8" in last_line
 
 

@@ -35,7 +35,8 @@ def same_devices_other_shapes() -> dict[tuple[int, ...], Mesh]:
     }
     meshes = {}
     for shape, names in layouts.items():
-        meshes[shape] = jax.make_mesh(shape, names, axis_types=(AxisType.Explicit,) * len(shape))
+        explicit = (AxisType.Explicit,) * len(shape)
+        meshes[shape] = jax.make_mesh(shape, names, axis_types=explicit)
         print(f"{shape!s:>10}  ->  {dict(meshes[shape].shape)}")
     # --8<-- [end:other-shapes]
     return meshes
@@ -66,7 +67,9 @@ def default_axis_types() -> dict[str, tuple[AxisType, ...]]:
 
 def auto_mesh() -> Mesh:
     # --8<-- [start:auto-mesh]
-    auto = jax.make_mesh((2, 4), ("data", "model"), axis_types=(AxisType.Auto, AxisType.Auto))
+    auto = jax.make_mesh(
+        (2, 4), ("data", "model"), axis_types=(AxisType.Auto, AxisType.Auto)
+    )
     print(auto)
     # --8<-- [end:auto-mesh]
     return auto
@@ -75,7 +78,9 @@ def auto_mesh() -> Mesh:
 def too_many_devices() -> None:
     # --8<-- [start:too-many-devices]
     try:
-        jax.make_mesh((4, 4), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Explicit))
+        jax.make_mesh(
+            (4, 4), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Explicit)
+        )
     except ValueError as err:
         print(f"ValueError: {err}")
     # --8<-- [end:too-many-devices]

@@ -12,5 +12,7 @@ def test_lists_eight_cpu_devices_in_id_order(capsys):
 def test_changing_the_count_after_start_is_refused_and_changes_nothing(capsys):
     virtual_devices.too_late_to_change()
     out = capsys.readouterr().out
-    assert out.startswith("RuntimeError: jax_num_cpu_devices config should be updated before")
+    assert out.startswith(
+        "RuntimeError: jax_num_cpu_devices config should be updated before"
+    )
     assert out.rstrip().endswith("Still 8 devices.")

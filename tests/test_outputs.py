@@ -1,0 +1,157 @@
+"""snippets.outputs: a page's fences, expanded as the site does, run as one cached program."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from snippets import outputs
+
+SETUP = '```{.python}\n--8<-- "snippets/cpu_devices.py:setup"\n```\n'
+
+
+def write_page(folder: Path, *fences: str, name: str = "page.md") -> Path:
+    page = folder / name
+    body = "\n".join(
+        f"```{{.python}}\n{textwrap.dedent(code).strip()}\n```\n" for code in fences
+    )
+    page.write_text(f"# A page\n\n{SETUP}\nSome prose.\n\n{body}", encoding="utf-8")
+    return page
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(outputs, "CACHE", folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("info", "lang", "options"),
+    [
+        ("{.python}", "python", set()),
+        ("{.python notest}", "python", {"notest"}),
+        ("python continuation", "python", {"continuation"}),
+        (
+            '{.text .output .no-copy title="Output"}',
+            "text",
+            {".output", ".no-copy", 'title="Output"'},
+        ),
+        ("", None, set()),
+    ],
+)
+def test_fence_info_reads_plain_and_brace_forms(info, lang, options):
+    assert outputs.fence_info(info) == (lang, options)
+
+
+def test_blocks_expand_includes_and_skip_notest_and_other_languages(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"# T\n\n{SETUP}\n```{{.python notest}}\nnot run\n```\n\n```{{.bash}}\necho hi\n```\n"
+        "\n```{.python}\nx = 1\n```\n",
+        encoding="utf-8",
+    )
+    first, second = outputs.page_blocks(page)
+    assert first.includes == ("snippets/cpu_devices.py:setup",)
+    assert first.source.splitlines() == [
+        "import jax",
+        "",
+        'jax.config.update("jax_platforms", "cpu")  # CPU, even on a GPU machine',
+        'jax.config.update("jax_num_cpu_devices", 8)  # as 8 devices',
+    ]
+    assert (first.line, first.end_line) == (3, 5)
+    assert second.includes == () and second.source == "x = 1\n" and second.index == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        (
+            "snippets/cpu_devices.py:no-such-section",
+            "Snippet section 'no-such-section' could not",
+        ),
+        ("snippets/no_such_file.py", "could not be found"),
+    ],
+)
+def test_a_missing_include_names_the_page_line_and_target(tmp_path, target, reason):
+    page = tmp_path / "page.md"
+    page.write_text(
+        f'# T\n\n```{{.python}}\n--8<-- "{target}"\n```\n', encoding="utf-8"
+    )
+    with pytest.raises(outputs.SnippetError) as info:
+        outputs.page_blocks(page)
+    assert f"line 3: cannot include {target}" in str(info.value)
+    assert reason in str(info.value)
+
+
+def test_imported_snippets_are_followed_through_their_imports():
+    found = outputs.imported_snippets(
+        "import numpy\nfrom snippets.meshes import make_mesh\n"
+    )
+    rel = {p.relative_to(outputs.ROOT).as_posix() for p in found}
+    # make_mesh imports snippets.devices (under __main__), so that is part of its key too.
+    assert rel == {
+        "snippets/__init__.py",
+        "snippets/meshes/__init__.py",
+        "snippets/meshes/make_mesh.py",
+        "snippets/devices.py",
+    }
+
+
+def test_cache_key_follows_the_code_the_versions_and_nothing_else(
+    tmp_path, monkeypatch
+):
+    blocks = outputs.page_blocks(write_page(tmp_path, "print(1)"))
+    key = outputs.cache_key(blocks)
+    assert (
+        outputs.cache_key(outputs.page_blocks(write_page(tmp_path, "print(1)"))) == key
+    )
+    assert (
+        outputs.cache_key(outputs.page_blocks(write_page(tmp_path, "print(2)"))) != key
+    )
+    monkeypatch.setattr(outputs, "versions", lambda: {"jax": "0.0.0"})
+    assert outputs.cache_key(blocks) != key
+
+
+@pytest.mark.slow
+def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
+    page = write_page(tmp_path, "n = jax.device_count()", "print(n, 'devices')")
+    first = outputs.ensure([page])[str(page)]
+    assert first.ran
+    assert first.blocks == [[], [], [{"text": "8 devices\n"}]]
+    again = outputs.ensure([page])[str(page)]
+    assert not again.ran and again.blocks == first.blocks
+    write_page(tmp_path, "n = jax.device_count()", "print(n * 2, 'devices')")
+    edited = outputs.ensure([page])[str(page)]
+    assert edited.ran and edited.blocks[2] == [{"text": "16 devices\n"}]
+
+
+@pytest.mark.slow
+def test_a_failing_block_is_named_with_its_traceback(tmp_path, cache):
+    page = write_page(
+        tmp_path, "x = 1", "def f():\n    raise ValueError('boom')\n\nf()"
+    )
+    with pytest.raises(outputs.SnippetError) as info:
+        outputs.ensure([page])
+    message = str(info.value)
+    assert f"Snippet failed: {page} block 3 (line 13: inline code)" in message
+    assert "Traceback (most recent call last)" in message
+    assert "in f\n    raise ValueError('boom')" in message
+    assert message.rstrip().endswith("ValueError: boom")
+    assert not list(cache.glob("*.json"))  # nothing cached for a failed page
+
+
+@pytest.mark.slow
+def test_a_deprecation_warning_fails_the_page(tmp_path, cache):
+    page = write_page(
+        tmp_path, "import warnings\nwarnings.warn('old API', DeprecationWarning)"
+    )
+    with pytest.raises(outputs.SnippetError, match="DeprecationWarning: old API"):
+        outputs.ensure([page])
+
+
+@pytest.mark.slow
+def test_the_command_line_reports_failures_and_exits_non_zero(tmp_path, cache, capsys):
+    page = write_page(tmp_path, "1 / 0")
+    assert outputs.main([str(page)]) == 1
+    assert "ZeroDivisionError: division by zero" in capsys.readouterr().err

@@ -1,0 +1,93 @@
+"""snippets.render: printed text and rich drawings, captured in order, as self-contained SVG."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from snippets import render
+
+
+def fills(svg: str) -> list[str]:
+    return re.findall(r'<rect fill="(#[0-9a-f]{6})"', svg)
+
+
+def test_text_and_drawings_keep_their_order(mesh):
+    x = jax.device_put(jnp.zeros((8, 8)), NamedSharding(mesh, P("x", "y")))
+    with render.capture() as captured:
+        print("before")
+        jax.debug.visualize_array_sharding(x)
+        print("after")
+    kinds = [type(c).__name__ for c in captured.chunks]
+    assert kinds == ["str", "Figure", "str"]
+    assert captured.chunks[0] == "before\n" and captured.chunks[2] == "after\n"
+    figure = captured.chunks[1]
+    assert [f"CPU {i}" for i in range(8)] == re.findall(r"CPU \d", figure.text)
+    assert figure.svg.startswith("<svg") and figure.svg.endswith("</svg>")
+    assert 'role="img"' in figure.svg and "Sharding diagram: CPU 0 CPU 1" in figure.svg
+
+
+def test_svg_loads_nothing_and_has_no_blank_line(mesh):
+    with render.capture() as captured:
+        jax.debug.visualize_sharding((8,), NamedSharding(mesh, P("x")))
+    svg = captured.chunks[0].svg
+    assert "@font-face" not in svg and "http" not in svg.replace(
+        "http://www.w3.org", ""
+    )
+    assert all(
+        line.strip() for line in svg.splitlines()
+    )  # Markdown ends raw HTML at a blank line
+
+
+def test_svg_is_cropped_to_the_drawn_cells(mesh):
+    with render.capture() as captured:
+        jax.debug.visualize_sharding((8, 8), NamedSharding(mesh, P("x", "y")))
+    svg = captured.chunks[0].svg
+    width, height = map(
+        float, re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups()
+    )
+    rights = [
+        float(x) + float(w)
+        for x, w in re.findall(
+            r'<rect fill="#\w+" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', svg
+        )
+    ]
+    assert max(rights) == pytest.approx(width, abs=0.01)
+    assert width < 80 * 12.2  # narrower than rich's 80-column console
+    assert height > 0
+
+
+def test_each_block_of_a_two_way_split_has_its_own_colour(mesh):
+    # jax 0.10.2 alone would paint both halves the same colour.
+    with render.capture() as captured:
+        jax.debug.visualize_sharding((8, 8), NamedSharding(mesh, P("x")))
+    assert len(set(fills(captured.chunks[0].svg))) == 2
+
+
+def test_capture_restores_stdout_rich_and_jax_after_an_error(mesh):
+    import sys
+
+    import rich.console
+    from jax._src import debugging
+
+    before = (sys.stdout, rich.console.Console, debugging.make_color_iter)
+    with pytest.raises(ZeroDivisionError), render.capture():
+        print("partial")
+        1 / 0  # noqa: B018
+    assert (sys.stdout, rich.console.Console, debugging.make_color_iter) == before
+
+
+@pytest.mark.parametrize(
+    ("background", "text"),
+    [
+        ("#000000", "#ffffff"),
+        ("#ffffff", "#000000"),
+        ("#de9ed6", "#000000"),
+        ("#393b79", "#ffffff"),
+    ],
+)
+def test_label_colour_has_the_higher_contrast(background, text):
+    assert render.readable_text_colour(background) == text

@@ -1,0 +1,233 @@
+"""The site build: outputs placed under their blocks, strict failures that name the snippet,
+and a built site that loads nothing from any other host."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlparse
+
+import jax
+import pytest
+
+from snippets import site_hooks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    site = tmp_path_factory.mktemp("built") / "site"
+    proc = mkdocs_build(ROOT, site)
+    assert proc.returncode == 0, proc.stderr
+    return site
+
+
+@pytest.fixture
+def tree_copy(tmp_path, built_site):
+    """The site's sources and its warm output cache, copied where a test may break them."""
+    for name in ("docs", "snippets"):
+        shutil.copytree(
+            ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+    shutil.copytree(ROOT / ".cache" / "outputs", tmp_path / ".cache" / "outputs")
+    return tmp_path
+
+
+# <link> relations a browser fetches; "canonical" or "alternate" only name an address.
+LOADED_RELS = {
+    "stylesheet",
+    "icon",
+    "apple-touch-icon",
+    "mask-icon",
+    "manifest",
+    "preload",
+    "prefetch",
+    "modulepreload",
+    "preconnect",
+    "dns-prefetch",
+}
+
+
+class LoadedURLs(HTMLParser):
+    """The URLs a browser fetches when it shows a page (not the links a reader may follow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+        self.source_widgets = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("data-md-component") == "source":
+            self.source_widgets += 1
+        if tag in {
+            "script",
+            "img",
+            "iframe",
+            "audio",
+            "video",
+            "source",
+            "embed",
+            "track",
+            "input",
+        }:
+            self.urls += [attrs[k] for k in ("src", "poster") if attrs.get(k)]
+        if attrs.get("srcset"):
+            self.urls += [part.split()[0] for part in attrs["srcset"].split(",")]
+        if (
+            tag == "link"
+            and attrs.get("href")
+            and LOADED_RELS & set(attrs.get("rel", "").split())
+        ):
+            self.urls.append(attrs["href"])
+        if tag == "object" and attrs.get("data"):
+            self.urls.append(attrs["data"])
+        self.urls += re.findall(r"url\(\s*['\"]?([^'\")]+)", attrs.get("style") or "")
+
+
+def foreign(url: str) -> bool:
+    parsed = urlparse(url)
+    return bool(parsed.netloc) or parsed.scheme not in {"", "data"}
+
+
+def test_built_pages_load_nothing_from_another_host(built_site):
+    pages = sorted(built_site.rglob("*.html"))
+    assert len(pages) >= 4
+    for page in pages:
+        parser = LoadedURLs()
+        parser.feed(page.read_text(encoding="utf-8"))
+        assert parser.urls, page  # the theme's own CSS and JS at least
+        assert [u for u in parser.urls if foreign(u)] == [], page
+        # Material's script asks the GitHub API for stars when it finds this marker.
+        assert parser.source_widgets == 0, page
+    for sheet in built_site.rglob("*.css"):
+        remote = re.findall(
+            r"url\(\s*['\"]?(https?:[^'\")]+)", sheet.read_text(encoding="utf-8")
+        )
+        assert remote == [], sheet
+
+
+def test_the_checker_flags_a_third_party_request():
+    parser = LoadedURLs()
+    parser.feed(
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
+        '<link rel="canonical" href="https://example.org/page/">'
+        '<script src="../assets/bundle.js"></script><a href="https://github.com/x">repo</a>'
+        '<div style="background: url(//cdn.example.com/a.png)"></div>'
+    )
+    assert [u for u in parser.urls if foreign(u)] == [
+        "https://fonts.googleapis.com/css?family=Roboto",
+        "//cdn.example.com/a.png",
+    ]
+
+
+def test_outputs_and_versions_appear_on_the_built_page(built_site):
+    html = (built_site / "basics" / "devices-and-meshes" / "index.html").read_text(
+        "utf-8"
+    )
+    assert "8 devices on platform" in html
+    assert html.count('class="language-text output no-copy highlight"') >= 5
+    assert f"jax {jax.__version__}" in html  # the footer names the build's versions
+
+
+def test_diagrams_are_inline_svg_with_device_labels(built_site):
+    svgs = [
+        svg
+        for page in built_site.rglob("*.html")
+        for svg in re.findall(
+            r'<svg class="rich-svg".*?</svg>', page.read_text("utf-8"), re.S
+        )
+    ]
+    assert svgs
+    for svg in svgs:
+        assert re.search(r">CPU&#160;\d", svg) and 'role="img"' in svg
+
+
+@pytest.mark.slow
+def test_deleting_an_included_section_fails_the_build_naming_it(tree_copy):
+    module = tree_copy / "snippets" / "meshes" / "make_mesh.py"
+    text = module.read_text(encoding="utf-8")
+    module.write_text(
+        text.replace("    # --8<-- [start:too-many-devices]\n", ""), "utf-8"
+    )
+    proc = mkdocs_build(tree_copy, tree_copy / "site")
+    assert proc.returncode != 0
+    assert re.search(
+        r"basics/devices-and-meshes\.md line \d+: cannot include "
+        r"snippets/meshes/make_mesh\.py:too-many-devices: Snippet section 'too-many-devices' "
+        r"could not be located",
+        proc.stderr,
+    ), proc.stderr
+    assert not (tree_copy / "site" / "index.html").exists()
+
+
+@pytest.mark.slow
+def test_breaking_a_snippet_fails_the_build_with_its_name_and_traceback(tree_copy):
+    module = tree_copy / "snippets" / "meshes" / "make_mesh.py"
+    text = module.read_text(encoding="utf-8")
+    module.write_text(
+        text.replace("    print(mesh)\n", "    print(mesh.size())\n", 1), "utf-8"
+    )
+    proc = mkdocs_build(tree_copy, tree_copy / "site")
+    assert proc.returncode != 0
+    assert re.search(
+        r"Snippet failed: basics/devices-and-meshes\.md block \d+ \(line \d+: "
+        r"snippets/meshes/make_mesh\.py:imports, snippets/meshes/make_mesh\.py:make-mesh\)",
+        proc.stderr,
+    ), proc.stderr
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "    print(mesh.size())" in proc.stderr
+    assert "TypeError: 'int' object is not callable" in proc.stderr
+
+
+def test_text_output_becomes_a_fenced_block_longer_than_any_backticks_in_it():
+    assert site_hooks.chunk_markdown({"text": "a\nb\n"}) == (
+        '```{.text .output .no-copy title="Output"}\na\nb\n```'
+    )
+    assert site_hooks.chunk_markdown({"text": "x ```` y"}).startswith("`````{")
+
+
+def test_a_diagram_becomes_a_raw_html_block():
+    assert site_hooks.chunk_markdown({"svg": "<svg>s</svg>", "alt": "CPU 0"}) == (
+        '<div class="sharding-diagram">\n<svg>s</svg>\n</div>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (["```", "", "Next paragraph."], 1),
+        (
+            [
+                "```",
+                "",
+                "1.  First note",
+                "    more of it",
+                "",
+                "2.  Second",
+                "",
+                "Prose.",
+            ],
+            6,
+        ),
+        (["```", "1. Right after", "Prose."], 2),
+    ],
+)
+def test_output_goes_after_a_code_annotation_list(lines, expected):
+    assert site_hooks.after_annotations(lines, 1) == expected
