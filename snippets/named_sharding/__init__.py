@@ -1,0 +1,1 @@
+"""NamedSharding and device_put: place arrays on a mesh, see which device holds what."""

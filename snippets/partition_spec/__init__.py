@@ -1,0 +1,1 @@
+"""PartitionSpec: what each entry means, shard shapes, and the errors a wrong spec gives."""
