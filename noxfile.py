@@ -1,7 +1,7 @@
 """Build the site, run the tests, lint: `nox` runs lint, tests and docs.
 
     nox -s docs     run every page's code (cached), then `mkdocs build --strict` into site/
-    nox -s serve    the same, then serve the site on http://127.0.0.1:8000 with live reload
+    nox -s serve    the same, then serve it at http://127.0.0.1:8000/jax-sharding-docs/ (live reload)
     nox -s tests    the snippets' tests and every Python block the pages show
     nox -s lint     ruff check and ruff format --check
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
@@ -70,13 +70,26 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def serve(session: nox.Session) -> None:
-    """As docs, then serve the site locally; edited snippets re-run on save."""
-    install(session, "docs")
+    """As docs, then serve the site locally; an edited snippet re-runs its pages on save.
+
+    It runs in the docs session's environment rather than building a second copy of it.
+    """
+    session.run("nox", "-s", "docs", external=True)
+    mkdocs = Path(
+        ROOT, ".nox", "docs", "Scripts" if os.name == "nt" else "bin", "mkdocs"
+    )
     address = os.environ.get("DOCS_ADDRESS", "127.0.0.1:8000")
     session.run(
-        "mkdocs", "serve", "--strict", "-a", address, *session.posargs, env=QUIET
+        str(mkdocs),
+        "serve",
+        "--strict",
+        "-a",
+        address,
+        *session.posargs,
+        env=QUIET,
+        external=True,
     )
 
 

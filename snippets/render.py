@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rich.terminal_theme import TerminalTheme
+
 # Rich's SVG export puts text 20 px high on lines 1.22 times that; every text run carries a
 # textLength, so any monospace font fills the same box.
 _CHAR_HEIGHT = 20
@@ -42,6 +44,21 @@ xmlns="http://www.w3.org/2000/svg" role="img" aria-label="@LABEL@">
 </svg>"""
 
 _figure_ids = itertools.count()
+# A colour no drawing uses, given to uncoloured text and then replaced by currentColor.
+_PLAIN_TEXT = "#010203"
+# The 16 ANSI colours (for text printed as "[red]..." and the like) in mid tones that read on
+# a white and on a near-black page.
+_ANSI = [
+    (110, 110, 110),
+    (200, 40, 40),
+    (30, 140, 60),
+    (170, 120, 0),
+    (40, 90, 200),
+    (150, 60, 170),
+    (0, 140, 150),
+    (128, 128, 128),
+]
+_THEME = TerminalTheme((255, 255, 255), (1, 2, 3), _ANSI, _ANSI)
 
 
 @dataclass
@@ -89,23 +106,27 @@ class Capture:
 @contextlib.contextmanager
 def capture() -> Iterator[Capture]:
     """Record stdout as text and every rich Console drawn to as a Figure, in order."""
+    import rich
     import rich.console
 
     result = Capture()
-    original = rich.console.Console
+    console_class = rich.console.Console
+    original_init = console_class.__init__
 
-    class RecordingConsole(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            kwargs.update(
-                record=True,
-                file=io.StringIO(),
-                force_terminal=True,
-                color_system="truecolor",
-            )
-            super().__init__(*args, **kwargs)
-            result._start_figure(self)
+    # Patch the class itself rather than the name, so that a `Console` imported in an earlier
+    # block records too.
+    def recording_init(self, *args, **kwargs):
+        kwargs.update(
+            record=True,
+            file=io.StringIO(),
+            force_terminal=True,
+            color_system="truecolor",
+        )
+        original_init(self, *args, **kwargs)
+        result._start_figure(self)
 
-    rich.console.Console = RecordingConsole
+    console_class.__init__ = recording_init
+    rich._console = None  # `rich.print` makes its console anew, inside this capture
     saved_colours = _distinct_colours()
     saved_stdout = sys.stdout
     sys.stdout = result  # type: ignore[assignment]
@@ -113,7 +134,8 @@ def capture() -> Iterator[Capture]:
         yield result
     finally:
         sys.stdout = saved_stdout
-        rich.console.Console = original
+        console_class.__init__ = original_init
+        rich._console = None
         if saved_colours is not None:
             _debugging().make_color_iter, _debugging()._get_text_color = saved_colours
         result._finish()
@@ -181,8 +203,14 @@ def console_figure(console) -> Figure:
         "@LABEL@", html.escape(label, quote=True).replace("{", "{{").replace("}", "}}")
     )
     svg = console.export_svg(
-        code_format=template, unique_id=f"sd{next(_figure_ids)}", clear=False
+        code_format=template,
+        theme=_THEME,
+        unique_id=f"sd{next(_figure_ids)}",
+        clear=False,
     )
+    # Text without a colour of its own (table rules, headers) takes the page's text colour,
+    # so it reads in the light and the dark scheme alike.
+    svg = svg.replace(f"fill: {_PLAIN_TEXT}", "fill: currentColor")
     # Rich writes each line break as a text run of its own at the console's right edge.
     svg = re.sub(r"<text\b[^>]*>\s*</text>", "", svg)
     width, height = _drawn_extent(svg)

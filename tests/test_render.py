@@ -73,11 +73,15 @@ def test_capture_restores_stdout_rich_and_jax_after_an_error(mesh):
     import rich.console
     from jax._src import debugging
 
-    before = (sys.stdout, rich.console.Console, debugging.make_color_iter)
+    before = (sys.stdout, rich.console.Console.__init__, debugging.make_color_iter)
     with pytest.raises(ZeroDivisionError), render.capture():
         print("partial")
         1 / 0  # noqa: B018
-    assert (sys.stdout, rich.console.Console, debugging.make_color_iter) == before
+    assert (
+        sys.stdout,
+        rich.console.Console.__init__,
+        debugging.make_color_iter,
+    ) == before
 
 
 @pytest.mark.parametrize(
@@ -91,3 +95,29 @@ def test_capture_restores_stdout_rich_and_jax_after_an_error(mesh):
 )
 def test_label_colour_has_the_higher_contrast(background, text):
     assert render.readable_text_colour(background) == text
+
+
+def test_uncoloured_text_in_a_rich_table_follows_the_page_colour():
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("device", "holds")
+    table.add_row("cpu:0", "[0 1]")
+    with render.capture() as captured:
+        Console().print(table)
+    svg = captured.chunks[0].svg
+    assert "fill: currentColor" in svg and "#010203" not in svg
+    assert "cpu:0" in captured.chunks[0].text
+
+
+def test_rich_print_is_captured_in_each_block_it_is_used_in():
+    import rich
+    from rich.table import Table
+
+    for row in ("first", "second"):
+        table = Table("block")
+        table.add_row(row)
+        with render.capture() as captured:
+            rich.print(table)
+        assert [type(c).__name__ for c in captured.chunks] == ["Figure"]
+        assert row in captured.chunks[0].text
