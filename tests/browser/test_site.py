@@ -1,0 +1,208 @@
+"""The built site in a real browser: every page loads only from the local server, without
+console errors; search, copy buttons and the colour toggle work; diagrams render; no serious
+accessibility violations (axe-core)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from .conftest import ARTIFACTS, ROOT, serve
+
+
+def site_pages() -> list[str]:
+    """Every page of the site, as a path relative to its root (from the nav in mkdocs.yml)."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = text[text.index("\nnav:") :]
+    pages = re.findall(r"([\w/-]+)\.md\s*$", nav, re.MULTILINE)
+    return ["" if p == "index" else p.removesuffix("/index") + "/" for p in pages]
+
+
+PAGES = site_pages()
+
+
+@dataclass
+class Visit:
+    """What a browser did while it showed one page."""
+
+    foreign: list[str] = field(
+        default_factory=list
+    )  # requests to any other host (blocked)
+    failed: list[str] = field(default_factory=list)  # local requests that failed
+    console_errors: list[str] = field(default_factory=list)
+
+
+def visit(context, url: str) -> tuple[object, Visit]:
+    """Open `url`, blocking and recording every request that leaves its host."""
+    host = urlparse(url).netloc
+    seen = Visit()
+    page = context.new_page()
+
+    def route(r):
+        if urlparse(r.request.url).netloc == host or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            seen.foreign.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on(
+        "requestfailed",
+        lambda req: urlparse(req.url).netloc == host and seen.failed.append(req.url),
+    )
+    page.on(
+        "response",
+        lambda res: res.status >= 400 and seen.failed.append(f"{res.status} {res.url}"),
+    )
+    page.on(
+        "console", lambda m: m.type == "error" and seen.console_errors.append(m.text)
+    )
+    page.on("pageerror", lambda err: seen.console_errors.append(str(err)))
+    page.goto(url, wait_until="networkidle")
+    return page, seen
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_only_from_the_local_server_without_errors(context, base_url, path):
+    _, seen = visit(context, base_url + path)
+    assert seen.foreign == []
+    assert seen.failed == []
+    assert seen.console_errors == []
+
+
+def test_the_checker_catches_a_page_that_asks_another_host(context, tmp_path):
+    (tmp_path / "index.html").write_text(
+        '<!doctype html><title>t</title><img src="https://cdn.example.com/logo.png" alt="">'
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+        encoding="utf-8",
+    )
+    server = serve(tmp_path)
+    try:
+        _, seen = visit(context, f"http://127.0.0.1:{server.server_address[1]}/")
+    finally:
+        server.shutdown()
+    assert sorted(seen.foreign) == [
+        "https://cdn.example.com/logo.png",
+        "https://fonts.googleapis.com/css?family=Roboto",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("psum", "concepts/collectives/"),
+        ("PartitionSpec", "basics/partition-spec/"),
+        ("FSDP", ""),  # the home page until the training pages exist
+    ],
+)
+def test_search_finds_the_page(context, base_url, query, expected):
+    page, _ = visit(context, base_url)
+    # The theme searches on key presses, so type rather than fill.
+    page.locator("input.md-search__input").press_sequentially(query, delay=20)
+    page.wait_for_selector(".md-search-result__item a", timeout=15_000)
+    links = page.eval_on_selector_all(
+        ".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))"
+    )
+    targets = {urlparse(link).path.lstrip("./").split("#")[0] for link in links}
+    assert expected in targets, links
+
+
+def test_copy_button_puts_the_code_on_the_clipboard(context, base_url):
+    page, _ = visit(context, base_url + "basics/devices-and-meshes/")
+    block = page.locator("div.highlight").first
+    code = block.locator("pre code").inner_text()
+    block.hover()
+    block.locator("button.md-code__button[data-md-type='copy']").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.strip() == code.strip()
+    assert 'jax.config.update("jax_num_cpu_devices", 8)' in copied
+
+
+def relative_luminance(css_colour: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    r, g, b = (
+        c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    high, low = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_colour_toggle_keeps_diagrams_readable_in_both_schemes(context, base_url):
+    page, _ = visit(context, base_url + "basics/named-sharding/")
+    diagram = page.locator(".sharding-diagram").first
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for scheme, toggle in (("default", "__palette_1"), ("slate", "__palette_0")):
+        scheme_now = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        assert scheme_now == scheme
+        diagram.scroll_into_view_if_needed()
+        diagram.screenshot(path=str(ARTIFACTS / f"diagram-{scheme}.png"))
+        # Uncoloured text in a drawing against the page; cell labels against their cells.
+        text = page.evaluate(
+            "getComputedStyle(document.querySelector('.rich-svg')).color"
+        )
+        ground = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert contrast(text, ground) >= 4.5, (scheme, text, ground)
+        for label, cell in cell_colours(diagram.inner_html()):
+            assert contrast(label, cell) >= 3.0, (scheme, label, cell)
+        page.click(f"label[for='{toggle}']")
+    assert (
+        page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "default"
+    )
+    assert (ARTIFACTS / "diagram-slate.png").stat().st_size > 1000
+
+
+def cell_colours(svg: str) -> list[tuple[str, str]]:
+    """(label colour, cell colour) pairs of a rich SVG: each text over the rect under it."""
+    styles = dict(re.findall(r"\.(\S+-r\d+) \{ fill: (#[0-9a-f]{6})", svg))
+    rects = [
+        (float(x), float(y), float(w), fill)
+        for fill, x, y, w in re.findall(
+            r'<rect fill="(#[0-9a-f]{6})" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"',
+            svg,
+        )
+    ]
+    pairs = []
+    for cls, x, y in re.findall(r'<text class="(\S+)" x="([\d.]+)" y="([\d.]+)"', svg):
+        under = [
+            f for rx, ry, rw, f in rects if rx <= float(x) < rx + rw and ry < float(y)
+        ]
+        if cls in styles and under:
+            pairs.append((hex_to_css(styles[cls]), hex_to_css(under[-1])))
+    return pairs
+
+
+def hex_to_css(colour: str) -> str:
+    return "rgb({}, {}, {})".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
+
+
+def test_diagrams_render_as_svg_with_device_labels(context, base_url):
+    page, _ = visit(context, base_url + "basics/named-sharding/")
+    diagrams = page.locator("svg.rich-svg")
+    assert diagrams.count() >= 8
+    for i in range(diagrams.count()):
+        box = diagrams.nth(i).bounding_box()
+        assert box and box["width"] > 50 and box["height"] > 10
+        assert re.search(
+            r"CPU\s\d", diagrams.nth(i).text_content().replace("\xa0", " ")
+        )
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_serious_accessibility_violations(context, base_url, axe_script: Path, path):
+    page, _ = visit(context, base_url + path)
+    page.add_script_tag(path=str(axe_script))
+    violations = page.evaluate(
+        """async () => (await axe.run(document, {resultTypes: ['violations']}))
+            .violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                                   target: v.nodes[0].target.join(' ')}))"""
+    )
+    serious = [v for v in violations if v["impact"] in ("serious", "critical")]
+    assert serious == [], serious
