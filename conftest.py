@@ -4,9 +4,13 @@ It must sit at the repository root: this is what gives `pytest docs/` the same 8
 devices and the same `snippets` imports as the tests.
 """
 
+import os
+
 import pytest
 
 from snippets.devices import use_cpu_devices
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # pages call plt.show(); no window in tests
 
 use_cpu_devices(8)
 

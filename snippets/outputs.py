@@ -229,6 +229,7 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
         spec.write_text(json.dumps([asdict(b) for b in blocks]), encoding="utf-8")
         env = {
             **os.environ,
+            "MPLBACKEND": "Agg",  # plots are captured as SVG, never shown in a window
             "PYTHONPATH": os.pathsep.join(
                 [str(ROOT), os.environ.get("PYTHONPATH", "")]
             ),

@@ -93,10 +93,21 @@ class Capture:
         self._end_text()
         self.chunks.append(console)  # type: ignore[arg-type]  # replaced by a Figure in _finish
 
+    def _add_plots(self) -> None:
+        """Every open matplotlib figure becomes a Figure here, as a notebook would show it."""
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is None:
+            return
+        for number in pyplot.get_fignums():
+            self._end_text()
+            self.chunks.append(plot_figure(pyplot.figure(number)))
+        pyplot.close("all")
+
     def _finish(self) -> None:
         self._end_text()
         self.chunks = [
-            c if isinstance(c, str) else console_figure(c) for c in self.chunks
+            c if isinstance(c, (str, Figure)) else console_figure(c)
+            for c in self.chunks
         ]
         self.chunks = [
             c for c in self.chunks if not isinstance(c, Figure) or c.text.strip()
@@ -105,7 +116,7 @@ class Capture:
 
 @contextlib.contextmanager
 def capture() -> Iterator[Capture]:
-    """Record stdout as text and every rich Console drawn to as a Figure, in order."""
+    """Record stdout as text, and every rich Console and matplotlib figure as a Figure."""
     import rich
     import rich.console
 
@@ -128,17 +139,44 @@ def capture() -> Iterator[Capture]:
     console_class.__init__ = recording_init
     rich._console = None  # `rich.print` makes its console anew, inside this capture
     saved_colours = _distinct_colours()
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    saved_show = pyplot.show if pyplot else None
+    if pyplot:
+        # plt.show() draws where it is called; figures still open at the end come last.
+        pyplot.show = lambda *args, **kwargs: result._add_plots()
     saved_stdout = sys.stdout
     sys.stdout = result  # type: ignore[assignment]
     try:
         yield result
+        result._add_plots()
     finally:
         sys.stdout = saved_stdout
+        if pyplot:
+            pyplot.show = saved_show
         console_class.__init__ = original_init
         rich._console = None
         if saved_colours is not None:
             _debugging().make_color_iter, _debugging()._get_text_color = saved_colours
         result._finish()
+
+
+def plot_figure(figure) -> Figure:
+    """A matplotlib figure as inline SVG: text kept as text, no blank line, sized to fit."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "site"}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight")
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = "\n".join(line for line in svg.splitlines() if line.strip())
+    titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
+    labels = [f"{ax.get_xlabel()} / {ax.get_ylabel()}" for ax in figure.axes]
+    text = "Plot: " + "; ".join(titles or labels or ["figure"])
+    svg = svg.replace(
+        "<svg ", f'<svg class="plot" role="img" aria-label="{html.escape(text)}" ', 1
+    )
+    return Figure(svg=svg, text=text)
 
 
 def _debugging():

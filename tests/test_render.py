@@ -121,3 +121,38 @@ def test_rich_print_is_captured_in_each_block_it_is_used_in():
             rich.print(table)
         assert [type(c).__name__ for c in captured.chunks] == ["Figure"]
         assert row in captured.chunks[0].text
+
+
+def test_a_matplotlib_plot_becomes_inline_svg_where_it_is_shown():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.figure()  # pyplot is imported before the block, as on a page
+    plt.close("all")
+    with render.capture() as captured:
+        print("losses")
+        plt.plot([3.0, 2.0, 1.0])
+        plt.title("loss per step")
+        plt.show()
+        print("after")
+    kinds = [type(c).__name__ for c in captured.chunks]
+    assert kinds == ["str", "Figure", "str"]
+    plot = captured.chunks[1]
+    assert plot.svg.startswith(
+        '<svg class="plot" role="img" aria-label="Plot: loss per step"'
+    )
+    assert "<?xml" not in plot.svg and all(
+        line.strip() for line in plot.svg.splitlines()
+    )
+    assert plt.get_fignums() == []
+
+
+def test_a_figure_left_open_is_shown_at_the_end_of_the_block():
+    import matplotlib.pyplot as plt
+
+    with render.capture() as captured:
+        plt.plot([1.0, 2.0])
+        print("no show() called")
+    assert [type(c).__name__ for c in captured.chunks] == ["str", "Figure"]
