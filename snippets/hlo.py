@@ -17,7 +17,7 @@ COLLECTIVES = (
 
 
 def count_collectives(compiled) -> dict[str, int]:
-    """How many of each collective the compiled (per-device) program contains."""
+    """How many of each collective the compiled program contains, per device."""
     hlo = compiled.as_text()  # the optimized HLO, after sharding propagation
     # Asynchronous collectives appear as `all-reduce-start(`; count those once.
     return {
