@@ -8,6 +8,7 @@ printed (a text block) and drew (inline SVG diagrams).
 
 from __future__ import annotations
 
+import posixpath
 import re
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
-from snippets import outputs  # noqa: E402
+from snippets import notebooks, outputs  # noqa: E402
 
 _results: dict[str, outputs.PageResult] = {}
 
@@ -30,6 +31,13 @@ def on_config(config):
         k: v for k, v in outputs.versions().items() if k in shown
     }
     return config
+
+
+def on_pre_build(config):
+    # Before mkdocs collects the files, so that mkdocs-jupyter finds the notebooks.
+    written = notebooks.write_all(config.site_url or "", config.repo_url or "")
+    if written:
+        print(f"INFO    -  notebooks written: {len(written)}", file=sys.stderr)
 
 
 def on_files(files, config):
@@ -98,3 +106,38 @@ def chunk_markdown(chunk: dict) -> str:
     text = chunk["text"].rstrip("\n")
     fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
     return f'{fence}{{.text .output .no-copy title="Output"}}\n{text}\n{fence}'
+
+
+# Notebook pages: mkdocs-jupyter inlines about 590 KB of JupyterLab CSS into every one. The
+# same CSS is written once as a stylesheet that the browser caches, and each page links it.
+NOTEBOOK_CSS = "assets/stylesheets/notebook.css"
+_STYLE = re.compile(r"<style[^>]*>.*?</style>\s*", re.DOTALL)
+
+
+def is_notebook(page) -> bool:
+    return page.file.src_uri.startswith("notebooks/")
+
+
+def on_page_context(context, page, config, nav):
+    if is_notebook(page):
+        page.edit_url = None  # generated from a page: there is no file to edit
+    return context
+
+
+def on_post_page(output, page, config):
+    if not is_notebook(page):
+        return output
+    head_end = output.index("</head>")
+    styles = _STYLE.findall(output)
+    css = "\n".join(
+        re.sub(r"^<style[^>]*>|</style>\s*$", "", s.strip()) for s in styles
+    )
+    target = Path(config.site_dir, NOTEBOOK_CSS)
+    if not target.exists() or target.read_text(encoding="utf-8") != css:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(css, encoding="utf-8")
+    href = posixpath.relpath(NOTEBOOK_CSS, page.url or ".")
+    output = _STYLE.sub("", output)
+    link = f'<link rel="stylesheet" href="{href}">\n'
+    head_end = output.index("</head>")
+    return output[:head_end] + link + output[head_end:]

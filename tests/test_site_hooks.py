@@ -22,7 +22,10 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=root,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        # Notebooks are rendered but not executed here: the page programs run above, and
+        # test_notebooks.py checks execution itself (a kernel per notebook would triple the
+        # suite's time). `nox -s docs` and the browser tests build them executed.
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NOTEBOOKS_EXECUTE": "false"},
         capture_output=True,
         text=True,
         timeout=600,
@@ -231,3 +234,42 @@ def test_a_diagram_becomes_a_raw_html_block():
 )
 def test_output_goes_after_a_code_annotation_list(lines, expected):
     assert site_hooks.after_annotations(lines, 1) == expected
+
+
+def test_notebook_pages_link_one_shared_stylesheet_instead_of_inline_css(tmp_path):
+    from types import SimpleNamespace
+
+    page = SimpleNamespace(
+        file=SimpleNamespace(src_uri="notebooks/basics/x.ipynb"),
+        url="notebooks/basics/x/",
+    )
+    config = SimpleNamespace(site_dir=str(tmp_path))
+    html = (
+        "<html><head><title>t</title>"
+        '<style type="text/css">.a{color:red}</style>\n<style>.b{}</style></head>'
+        "<body><style>.c{}</style><p>cell</p></body></html>"
+    )
+    out = site_hooks.on_post_page(html, page, config)
+    assert "<style" not in out
+    assert (
+        '<link rel="stylesheet" href="../../../assets/stylesheets/notebook.css">' in out
+    )
+    assert (
+        tmp_path / "assets/stylesheets/notebook.css"
+    ).read_text() == ".a{color:red}\n.b{}\n.c{}"
+    guide = SimpleNamespace(
+        file=SimpleNamespace(src_uri="basics/x.md"), url="basics/x/"
+    )
+    assert site_hooks.on_post_page(html, guide, config) == html  # guide pages untouched
+
+
+def test_notebook_pages_have_no_edit_link():
+    from types import SimpleNamespace
+
+    notebook = SimpleNamespace(
+        file=SimpleNamespace(src_uri="notebooks/a.ipynb"), edit_url="e"
+    )
+    guide = SimpleNamespace(file=SimpleNamespace(src_uri="basics/a.md"), edit_url="e")
+    site_hooks.on_page_context({}, notebook, None, None)
+    site_hooks.on_page_context({}, guide, None, None)
+    assert (notebook.edit_url, guide.edit_url) == (None, "e")

@@ -1,0 +1,167 @@
+"""Every guide page as a Jupyter notebook, generated from the same snippets with jupytext.
+
+`write_all()` turns each page that has Python blocks into docs/notebooks/<page>.ipynb: the
+prose as Markdown cells, each block (its includes expanded, as on the page) as a code cell,
+after a first cell that names the versions it was tested with and, on Colab only, installs
+them. mkdocs-jupyter then executes and renders the notebooks (see mkdocs.yml).
+
+A notebook is rewritten only when its content changes, and its metadata carries the page's
+output cache key (the code, every `snippets` module it imports, the package versions): so a
+changed snippet changes exactly the notebooks that use it, which mkdocs-jupyter, whose cache
+is keyed by the notebook file, then executes again. Nothing else is re-executed.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from pathlib import Path
+
+from snippets import outputs
+
+NOTEBOOKS = outputs.DOCS / "notebooks"
+SHOWN_VERSIONS = ("jax", "flax", "optax")
+ANNOTATION_MARK = re.compile(r"\s*# \(\d+\)!$", re.MULTILINE)
+MD_LINK = re.compile(r"\]\((?!https?:|#|mailto:)([^)\s]+?\.md)(#[^)\s]*)?\)")
+
+
+def notebook_path(page: str) -> str:
+    """Where the notebook of `page` (relative to docs/) lives, relative to docs/."""
+    return "notebooks/" + page.removesuffix(".md") + ".ipynb"
+
+
+def colab_url(repo_url: str, page: str) -> str:
+    """Colab opens notebooks from GitHub; CI publishes them to the `notebooks` branch."""
+    repo = repo_url.rstrip("/").removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{repo}/blob/notebooks/{page[:-3]}.ipynb"
+
+
+def links_markdown(page: str, repo_url: str, *, from_notebook: bool) -> str:
+    """The line each guide page and each notebook page shows: view, download, Colab."""
+    name = Path(page).stem + ".ipynb"
+    colab = colab_url(repo_url, page)
+    if from_notebook:
+        download = name  # mkdocs-jupyter copies the file next to the notebook's page
+        return (
+            f'<a href="{download}" download>Download this notebook</a> · '
+            f'<a href="{colab}">Open in Colab</a>'
+        )
+    here = posixpath.dirname(page)
+    nb_page = posixpath.relpath(notebook_path(page), here or ".")
+    download = posixpath.relpath(
+        posixpath.join(notebook_path(page)[:-6], name), posixpath.join(page[:-3])
+    )
+    return (
+        f"Run this page as a notebook: [view it with outputs]({nb_page}) · "
+        f'<a href="{download}" download>download the .ipynb</a> · '
+        f'<a href="{colab}">open in Colab</a>'
+    )
+
+
+def _prose(text: str, page: str, site_url: str) -> str:
+    """Page Markdown that Jupyter renders: Material's admonitions and tabs made plain,
+    and links to other pages made absolute, so they work from the notebook and on Colab."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
+            out.append(f"> **{m.group(2) or 'Note'}**\n>")
+            continue
+        if m := re.match(r'^===\s+"(.*)"\s*$', line):
+            out.append(f"**{m.group(1)}**\n")
+            continue
+        if line.startswith("    ") and out and out[-1].startswith(">"):
+            out.append("> " + line[4:])
+            continue
+        out.append(line)
+    prose = "\n".join(out)
+
+    def absolute(m: re.Match) -> str:
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page), m.group(1)))
+        url = (
+            site_url.rstrip("/")
+            + "/"
+            + target.removesuffix(".md").removesuffix("index")
+        )
+        return f"]({url.rstrip('/')}/{m.group(2) or ''})"
+
+    return MD_LINK.sub(absolute, prose)
+
+
+def build(page: Path, site_url: str, repo_url: str) -> str | None:
+    """The notebook of one page, as ipynb JSON text; None for a page without code."""
+    import jupytext
+    from markdown_it import MarkdownIt
+
+    blocks = outputs.page_blocks(page)
+    if not blocks:
+        return None
+    rel = blocks[0].page
+    text = page.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    fences = outputs.python_fences(MarkdownIt("commonmark").parse(text))
+    versions = {k: v for k, v in outputs.versions().items() if k in SHOWN_VERSIONS}
+    pins = " ".join(f"{k}=={v}" for k, v in versions.items())
+    setup = (
+        f"# Tested with {', '.join(f'{k} {v}' for k, v in versions.items())}"
+        " on 8 virtual CPU devices.\n"
+        "import importlib.util\n\n"
+        'if importlib.util.find_spec("google.colab"):  # on Colab: the same versions first\n'
+        f"    %pip install --quiet {pins} rich matplotlib\n"
+    )
+    parts = [
+        f"{lines[0]}\n\n"
+        f"This notebook is [a page]({site_url.rstrip('/')}/{rel[:-3]}/) of "
+        f"*Sharding in JAX, run and tested*, generated from the same tested code. "
+        f"{links_markdown(rel, repo_url, from_notebook=True)}\n",
+        f"```python\n{setup}```\n",
+    ]
+    start = 1
+    for token, block in zip(fences, blocks, strict=True):
+        parts.append(_prose("\n".join(lines[start : token.map[0]]), rel, site_url))
+        code = ANNOTATION_MARK.sub("", block.source).rstrip("\n")
+        parts.append(f"```python\n{code}\n```\n")
+        start = token.map[1]
+    parts.append(_prose("\n".join(lines[start:]), rel, site_url))
+    notebook = jupytext.reads("\n".join(parts), fmt="md")
+    for number, cell in enumerate(notebook.cells):
+        cell.id = (
+            f"cell-{number}"  # nbformat would draw random ids: a new file every build
+        )
+    notebook.metadata = {
+        "kernelspec": {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        },
+        "language_info": {"name": "python"},
+        # The page's output cache key: a change to the code or what it imports changes it.
+        "sharding_docs": {"page": rel, "key": outputs.cache_key(blocks), **versions},
+    }
+    return jupytext.writes(notebook, fmt="ipynb")
+
+
+def write_all(site_url: str, repo_url: str) -> list[Path]:
+    """Write (or leave alone, when unchanged) the notebook of every page; remove stale ones."""
+    written, wanted = [], set()
+    for page in outputs.doc_pages():
+        if page.is_relative_to(NOTEBOOKS):
+            continue
+        content = build(page, site_url, repo_url)
+        if content is None:
+            continue
+        target = outputs.DOCS / notebook_path(page.relative_to(outputs.DOCS).as_posix())
+        wanted.add(target)
+        if not target.exists() or target.read_text(encoding="utf-8") != content:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+            written.append(target)
+    for stale in set(NOTEBOOKS.rglob("*.ipynb")) - wanted if NOTEBOOKS.exists() else ():
+        stale.unlink()
+    return written
+
+
+def notebook_key(path: Path) -> str:
+    return json.loads(path.read_text(encoding="utf-8"))["metadata"]["sharding_docs"][
+        "key"
+    ]

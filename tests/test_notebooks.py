@@ -1,0 +1,177 @@
+"""snippets.notebooks: every guide page as a notebook, rewritten only when its code changes."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from snippets import notebooks, outputs
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = "https://example.org/docs/"
+REPO = "https://github.com/owner/repo"
+PAGE = """\
+# A page
+
+```{.python}
+--8<-- "snippets/cpu_devices.py:setup"
+```
+
+!!! tip "Why eight"
+
+    Because [the basics page](../basics/devices-and-meshes.md#eight-devices-on-one-cpu) says so.
+
+```{.python}
+print(jax.device_count())  # (1)!
+```
+
+1.  An annotation.
+"""
+
+
+@pytest.fixture
+def docs(tmp_path, monkeypatch):
+    folder = tmp_path / "docs"
+    (folder / "guide").mkdir(parents=True)
+    (folder / "guide" / "page.md").write_text(PAGE, encoding="utf-8")
+    (folder / "guide" / "prose.md").write_text("# Only prose\n", encoding="utf-8")
+    monkeypatch.setattr(outputs, "DOCS", folder)
+    monkeypatch.setattr(notebooks, "NOTEBOOKS", folder / "notebooks")
+    return folder
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def test_a_page_becomes_a_notebook_of_its_prose_and_blocks(docs):
+    assert [
+        p.relative_to(docs).as_posix() for p in notebooks.write_all(SITE, REPO)
+    ] == [
+        "notebooks/guide/page.ipynb"  # the page without code gets no notebook
+    ]
+    nb = json.loads((docs / "notebooks/guide/page.ipynb").read_text(encoding="utf-8"))
+    kinds = [c["cell_type"] for c in nb["cells"]]
+    assert kinds == ["markdown", "code", "code", "markdown", "code", "markdown"]
+    first, setup, devices, prose, code, _ = ("".join(c["source"]) for c in nb["cells"])
+    assert first.startswith(
+        "# A page\n\nThis notebook is [a page](https://example.org/docs/"
+    )
+    assert (
+        "colab.research.google.com/github/owner/repo/blob/notebooks/guide/page.ipynb"
+        in first
+    )
+    assert setup.startswith("# Tested with jax ")
+    assert "    %pip install --quiet jax==" in setup  # on Colab only
+    assert devices == outputs.page_blocks(docs / "guide/page.md")[0].source.rstrip("\n")
+    assert prose.startswith("> **Why eight**")  # an admonition, as Jupyter can show it
+    assert (
+        "(https://example.org/docs/basics/devices-and-meshes/#eight-devices-on-one-cpu)"
+        in prose
+    )
+    assert code == "print(jax.device_count())"  # the annotation marker is gone
+    blocks = outputs.page_blocks(docs / "guide/page.md")
+    assert nb["metadata"]["sharding_docs"]["key"] == outputs.cache_key(blocks)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_only_the_notebook_whose_code_changed_is_rewritten(docs):
+    (docs / "guide" / "other.md").write_text(
+        PAGE.replace("device_count()", "devices()"), encoding="utf-8"
+    )
+    assert len(notebooks.write_all(SITE, REPO)) == 2
+    before = {p: p.read_bytes() for p in (docs / "notebooks").rglob("*.ipynb")}
+    assert (
+        notebooks.write_all(SITE, REPO) == []
+    )  # same content: left alone, not re-executed
+    page = docs / "guide" / "page.md"
+    page.write_text(
+        PAGE.replace("print(jax.device_count())", "print(jax.devices())"), "utf-8"
+    )
+    assert notebooks.write_all(SITE, REPO) == [docs / "notebooks/guide/page.ipynb"]
+    after = {p: p.read_bytes() for p in (docs / "notebooks").rglob("*.ipynb")}
+    changed = [p.name for p in before if before[p] != after[p]]
+    assert changed == ["page.ipynb"]
+
+
+def test_a_page_that_is_gone_takes_its_notebook_with_it(docs):
+    notebooks.write_all(SITE, REPO)
+    (docs / "guide" / "page.md").unlink()
+    notebooks.write_all(SITE, REPO)
+    assert list((docs / "notebooks").rglob("*.ipynb")) == []
+
+
+def test_links_under_a_guide_page_title():
+    links = notebooks.links_markdown(
+        "basics/named-sharding.md", REPO, from_notebook=False
+    )
+    assert "[view it with outputs](../notebooks/basics/named-sharding.ipynb)" in links
+    assert (
+        '<a href="../../notebooks/basics/named-sharding/named-sharding.ipynb" download>'
+        in links
+    )
+    assert "github/owner/repo/blob/notebooks/basics/named-sharding.ipynb" in links
+
+
+@pytest.mark.slow
+def test_mkdocs_jupyter_executes_notebooks_and_a_failing_cell_fails_the_build(tmp_path):
+    """The plugin settings of mkdocs.yml, on a two-notebook site: outputs shown, errors fatal."""
+    import nbformat
+
+    docs = tmp_path / "docs"
+    (docs / "notebooks").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    good = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    good.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "P",
+        "language": "python",
+    }
+    nbformat.write(good, docs / "notebooks" / "good.ipynb")
+    config = textwrap.dedent(
+        """\
+        site_name: t
+        theme: {name: material, font: false}
+        not_in_nav: /notebooks/
+        plugins:
+          - mkdocs-jupyter:
+              include: ["*.ipynb"]
+              execute: true
+              allow_errors: false
+              cache: false
+        """
+    )
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+
+    def build():
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mkdocs",
+                "build",
+                "-q",
+                "-d",
+                str(tmp_path / "site"),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    assert build().returncode == 0
+    assert ">42" in (tmp_path / "site/notebooks/good/index.html").read_text(
+        encoding="utf-8"
+    )
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    bad.metadata = good.metadata
+    nbformat.write(bad, docs / "notebooks" / "bad.ipynb")
+    failed = build()
+    assert failed.returncode != 0
+    assert "ZeroDivisionError" in failed.stderr
