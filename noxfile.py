@@ -158,6 +158,13 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", *session.posargs, env=QUIET)
 
 
+@nox.session
+def notebooks(session: nox.Session) -> None:
+    """Write every guide page's notebook into docs/notebooks/ (CI publishes them for Colab)."""
+    install(session, "docs")
+    session.run("python", "-m", "snippets.notebooks", env=QUIET)
+
+
 @nox.session(venv_backend="none")
 def serve(session: nox.Session) -> None:
     """As docs, then serve the site locally; an edited snippet re-runs its pages on save.

@@ -165,3 +165,20 @@ def notebook_key(path: Path) -> str:
     return json.loads(path.read_text(encoding="utf-8"))["metadata"]["sharding_docs"][
         "key"
     ]
+
+
+def main() -> int:
+    """Write every page's notebook (for CI to publish to the `notebooks` branch)."""
+    from mkdocs.config import load_config
+
+    config = load_config(str(outputs.ROOT / "mkdocs.yml"))
+    written = write_all(config.site_url or "", config.repo_url or "")
+    total = len(list(NOTEBOOKS.rglob("*.ipynb")))
+    print(
+        f"notebooks: {total} in {NOTEBOOKS.relative_to(outputs.ROOT)}, {len(written)} written"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
