@@ -3,8 +3,8 @@
     nox -s lighthouse              # or: python tests/bench_lighthouse.py [--preset desktop]
 
 Builds the site, serves it on 127.0.0.1 with gzip (as GitHub Pages serves it), and runs
-Lighthouse (npm, installed by the nox session into .cache/npm) on the home page and two guide
-pages, with the mobile (default) and desktop presets. Target: at least 95 in each category.
+Lighthouse (npm, installed by the nox session into .cache/npm) on the home page, a guide
+page and a notebook page, with the mobile (default) and desktop presets. Target: at least 95 in each category.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ LIGHTHOUSE = ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 PAGES = {
     "home": "",
-    "guide, text and outputs": "basics/devices-and-meshes/",
-    "guide, 15 diagrams": "basics/named-sharding/",
+    "guide page (diagrams)": "basics/named-sharding/",
+    "notebook page": "notebooks/basics/named-sharding/",
 }
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 COMPRESSED = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt"}
