@@ -1,0 +1,1 @@
+"""Error gallery: the errors sharded code hits most, each captured, explained, fixed."""
