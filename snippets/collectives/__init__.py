@@ -1,0 +1,1 @@
+"""Collectives inside jax.shard_map, drawn device by device, and the HLO each becomes."""

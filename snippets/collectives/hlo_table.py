@@ -1,0 +1,112 @@
+"""Which HLO operation each collective becomes, read from the compiled CPU program.
+
+Run `python -m snippets.collectives.hlo_table` to print what the page shows.
+"""
+
+# --8<-- [start:imports]
+import functools
+import re
+
+# --8<-- [end:imports]
+from collections.abc import Callable
+
+import jax
+import rich
+from jax import P
+from jax.sharding import Mesh, NamedSharding
+from rich.box import SQUARE
+from rich.table import Table
+
+# On the page, these are defined by earlier blocks.
+from snippets.collectives.diagram import per_device
+from snippets.hlo import count_collectives
+
+
+# --8<-- [start:hlo-ops]
+def hlo_ops(compiled):
+    """Collectives in a compiled program, what they combine with, who talks."""
+    hlo = compiled.as_text()
+    ops = [f"{n} {op}" for op, n in count_collectives(compiled).items()]
+    for op in ("partition-id", "replica-id"):  # (1)!
+        ops += [op] if f" {op}(" in hlo else []
+    combiners = []
+    for name in re.findall(r"to_apply=%?([\w.-]+)", hlo):  # (2)!
+        computation = rf"^%?{re.escape(name)} .*?^}}"
+        body = re.search(computation, hlo, re.M | re.S).group()
+        combiners += re.findall(r"ROOT \S+ = \S+ ([\w-]+)\(", body)
+    talking = r"(?:replica_groups|source_target_pairs)=(\{[\d{},]*\})"
+    return ops, combiners, re.findall(talking, hlo)
+
+
+# --8<-- [end:hlo-ops]
+
+
+def hlo_table(
+    mesh: Mesh,
+    mesh_2x4: Mesh,
+    x: jax.Array,
+    x8: jax.Array,
+    total: Callable,
+    row_total: Callable,
+    mean: Callable,
+    largest: Callable,
+    gather: Callable,
+    gather_tiled: Callable,
+    scatter: Callable,
+    shift: Callable,
+    exchange: Callable,
+    position: Callable,
+) -> dict[str, tuple[list, list, list]]:
+    # --8<-- [start:hlo-table]
+    examples = [
+        ("psum", total, x, mesh),
+        ("psum over y (2 x 4)", row_total, x, mesh_2x4),
+        ("pmean", mean, x, mesh),
+        ("pmax", largest, x, mesh),
+        ("all_gather", gather, x, mesh),
+        ("all_gather, tiled", gather_tiled, x, mesh),
+        ("psum_scatter", scatter, x8, mesh),
+        ("ppermute, ring", shift, x, mesh),
+        ("all_to_all", exchange, x8, mesh),
+        ("axis_index (2 x 4)", position, x, mesh_2x4),
+    ]
+    table = Table("jax.lax", "HLO", "devices", box=SQUARE, title="On 8 CPU devices")
+    found = {}
+    for name, f, data, on in examples:
+        placed = jax.device_put(data, NamedSharding(on, P(on.axis_names)))
+        run = jax.jit(functools.partial(per_device, f, mesh=on))
+        found[name] = hlo_ops(run.lower(placed).compile())
+        ops, combiners, groups = found[name]
+        hlo = ", ".join(ops) + "".join(f" ({c})" for c in combiners)
+        talks = " ".join(groups).replace("},{", "} {")  # (1)!
+        table.add_row(name, hlo, talks)
+    rich.print(table)
+    # --8<-- [end:hlo-table]
+    return found
+
+
+def main() -> None:
+    from snippets.collectives import diagram, gathers, movement, positions, reductions
+
+    mesh, mesh_2x4 = diagram.build_meshes()
+    x, x8 = diagram.build_data(mesh)
+    functions = dict(
+        total=reductions.psum(mesh, x)[0],
+        row_total=reductions.psum_one_axis(mesh_2x4, x)[0],
+        mean=reductions.pmean(mesh, x)[0],
+        largest=reductions.pmax(mesh, x)[0],
+        gather=gathers.all_gather(mesh, x)[0],
+        gather_tiled=gathers.all_gather_tiled(mesh, x)[0],
+        scatter=gathers.psum_scatter(mesh, x8)[0],
+        shift=movement.ring_shift(mesh, x)[0],
+        exchange=movement.all_to_all(mesh, x8)[0],
+        position=positions.axis_index(mesh_2x4, x)[0],
+    )
+    hlo_table(mesh, mesh_2x4, x, x8, **functions)
+
+
+if __name__ == "__main__":
+    from snippets.devices import use_cpu_devices
+
+    use_cpu_devices(8)
+    main()
