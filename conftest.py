@@ -8,11 +8,12 @@ import os
 
 import pytest
 
-from snippets.devices import use_cpu_devices
+from snippets.devices import use_compilation_cache, use_cpu_devices
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # pages call plt.show(); no window in tests
 
 use_cpu_devices(8)
+use_compilation_cache()
 
 
 # optionalhook: `pytest tests/` still runs where pytest-markdown-docs is not installed.

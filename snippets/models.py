@@ -11,6 +11,8 @@ trains); tests import them. Sizes are small and divisible by 8, so every strateg
 """
 
 # --8<-- [start:imports]
+import functools
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -76,14 +78,21 @@ class Block(nnx.Module):
 
 # --8<-- [start:data]
 def batches(steps: int, batch: int, seed: int = 0):
-    """`steps` batches of (x, y): y is a fixed random nonlinear function of x, plus noise."""
+    """`steps` batches (x, y): y is a fixed nonlinear function of x, plus noise."""
     if steps < 1 or batch < 1:
         raise ValueError(f"need steps >= 1 and batch >= 1, got {steps} and {batch}.")
+    x, y = _make_data(steps, batch, seed)
+    return list(zip(x, y, strict=True))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _make_data(steps, batch, seed):
+    # One compiled program instead of one per random op: a second, not several.
     key_w, key_x, key_n = jax.random.split(jax.random.key(seed), 3)
     w = jax.random.normal(key_w, (D_IN, D_OUT)) / jnp.sqrt(D_IN)
     x = jax.random.normal(key_x, (steps, batch, D_IN))
-    y = jnp.tanh(x @ w) + 0.01 * jax.random.normal(key_n, (steps, batch, D_OUT))
-    return list(zip(x, y, strict=True))
+    noise = jax.random.normal(key_n, (steps, batch, D_OUT))
+    return x, jnp.tanh(x @ w) + 0.01 * noise
 
 
 def loss_fn(model, x, y):

@@ -321,9 +321,10 @@ def _exec_blocks(spec: Path, result: Path) -> int:
     import warnings
 
     from snippets import render
-    from snippets.devices import use_cpu_devices
+    from snippets.devices import use_compilation_cache, use_cpu_devices
 
     use_cpu_devices(8)
+    use_compilation_cache()
     # As in the tests: the pages teach today's API, so a deprecation stops the build.
     warnings.simplefilter("error", DeprecationWarning)
     warnings.simplefilter("error", PendingDeprecationWarning)

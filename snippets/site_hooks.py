@@ -8,6 +8,7 @@ printed (a text block) and drew (inline SVG diagrams).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import sys
@@ -20,11 +21,15 @@ if str(ROOT) not in sys.path:
 from mkdocs.exceptions import PluginError  # noqa: E402
 
 from snippets import notebooks, outputs  # noqa: E402
+from snippets.devices import CACHE_SETTINGS  # noqa: E402
 
 _results: dict[str, outputs.PageResult] = {}
 
 
 def on_config(config):
+    # Notebook kernels inherit this process's environment: they share the compilation cache.
+    for name, (default, _) in CACHE_SETTINGS.items():
+        os.environ.setdefault(name, default)
     # The footer names the versions the outputs were generated with (partials/copyright.html).
     shown = ("jax", "flax", "optax")
     config.extra["versions"] = {
