@@ -11,8 +11,6 @@ trains); tests import them. Sizes are small and divisible by 8, so every strateg
 """
 
 # --8<-- [start:imports]
-import functools
-
 import jax
 import jax.numpy as jnp
 import optax
@@ -81,18 +79,12 @@ def batches(steps: int, batch: int, seed: int = 0):
     """`steps` batches (x, y): y is a fixed nonlinear function of x, plus noise."""
     if steps < 1 or batch < 1:
         raise ValueError(f"need steps >= 1 and batch >= 1, got {steps} and {batch}.")
-    x, y = _make_data(steps, batch, seed)
-    return list(zip(x, y, strict=True))
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _make_data(steps, batch, seed):
-    # One compiled program instead of one per random op: a second, not several.
     key_w, key_x, key_n = jax.random.split(jax.random.key(seed), 3)
     w = jax.random.normal(key_w, (D_IN, D_OUT)) / jnp.sqrt(D_IN)
     x = jax.random.normal(key_x, (steps, batch, D_IN))
     noise = jax.random.normal(key_n, (steps, batch, D_OUT))
-    return x, jnp.tanh(x @ w) + 0.01 * noise
+    y = jnp.tanh(x @ w) + 0.01 * noise
+    return list(zip(x, y, strict=True))
 
 
 def loss_fn(model, x, y):
