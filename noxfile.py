@@ -193,3 +193,13 @@ def bench(session: nox.Session) -> None:
     """Print build timings: cold, warm, one snippet edited, and a plain mkdocs build."""
     install(session, "docs")
     session.run("python", "tests/bench_build.py", *session.posargs, env=QUIET)
+
+
+@nox.session
+def check(session: nox.Session) -> None:
+    """Grade an exercise: `nox -s check -- <exercise> <your_file.py>` (see docs/exercises/).
+
+    Only the packages the examples need are installed; `--list` names the exercises.
+    """
+    install(session, "examples")
+    session.run("python", "-m", "snippets.exercises.check", *session.posargs, env=QUIET)

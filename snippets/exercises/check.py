@@ -1,0 +1,320 @@
+"""Check your solution to an exercise of this site against its hidden cases.
+
+    python -m snippets.exercises.check <exercise> <file.py>
+    python -m snippets.exercises.check --list
+
+The file is loaded on 8 virtual CPU devices, its function is called on each hidden case, and
+what is wrong is printed in words: a wrong shape or value (the first mismatch), a result laid
+out on the devices other than asked, an operation the exercise requires (such as jax.shard_map)
+missing from the traced program, or one it rules out present. Exit status: 0 when every check
+passes, 1 when one fails, 2 for a usage error (such as an unknown exercise).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+import traceback
+import types
+from pathlib import Path
+
+USAGE = "usage: python -m snippets.exercises.check <exercise> <file.py>"
+MAX_MESSAGE_LINES = 8
+WIDTH = 76  # the grader wraps what it prints: it fits a page's output box
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    from snippets.exercises.catalog import EXERCISES
+
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if args == ["--list"]:
+        print(exercise_list(EXERCISES))
+        return 0
+    if len(args) != 2:
+        print(f"{USAGE}\n(or --list to see the exercises)")
+        return 2
+    name, file = args
+    if name not in EXERCISES:
+        print(f"There is no exercise called {name!r}. The exercises are:")
+        print(exercise_list(EXERCISES))
+        print(USAGE)
+        return 2
+    path = Path(file)
+    if not path.is_file():
+        print(f"There is no file {file} (looked in {path.resolve().parent}).")
+        print(USAGE)
+        return 2
+
+    from snippets.devices import DeviceSetupError, use_cpu_devices
+
+    try:
+        use_cpu_devices(8)  # before the learner's file can start JAX
+    except DeviceSetupError as err:
+        print(err)
+        return 2
+    return grade(EXERCISES[name], path)
+
+
+def exercise_list(exercises: dict) -> str:
+    width = max(map(len, exercises))
+    return "\n".join(f"  {name:<{width}}  {ex.title}" for name, ex in exercises.items())
+
+
+def grade(exercise, path: Path) -> int:
+    """Load the file, find the function, run every case; print what is wrong."""
+    shown = str(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        print(f"{shown} is not a text file in UTF-8: is it the right file?")
+        return 1
+    try:
+        code = compile(source, shown, "exec")
+    except SyntaxError as err:
+        print(syntax_message(err, shown))
+        return 1
+
+    module = types.ModuleType("exercise_solution")
+    module.__file__ = str(path.resolve())
+    sys.modules[module.__name__] = module  # dataclasses and pickling look here
+    try:
+        try:
+            exec(code, module.__dict__)
+        except (Exception, SystemExit) as err:
+            print(f"{shown} raised an exception while it was being loaded:")
+            print(reader_traceback(err, shown))
+            if "jax_num_cpu_devices" in str(err):
+                print(
+                    "Hint: the grader gives JAX 8 CPU devices before it loads your "
+                    "file, so the file cannot ask for another number: remove its "
+                    "jax.config.update lines (or ask for 8)."
+                )
+            return 1
+        fn = module.__dict__.get(exercise.name)
+        if not callable(fn):
+            print(missing_function_message(exercise, module, shown))
+            return 1
+        if problem := signature_problem(exercise, fn):
+            print(problem)
+            return 1
+        return run_cases(exercise, fn, shown)
+    finally:
+        sys.modules.pop(module.__name__, None)
+
+
+def syntax_message(err: SyntaxError, shown: str) -> str:
+    lines = [f"{shown}, line {err.lineno}: {type(err).__name__}: {err.msg}"]
+    if err.text:
+        text = err.text.rstrip("\n")
+        stripped = text.lstrip()
+        lines.append(f"    {stripped}")
+        if err.offset:
+            caret = max(1, err.offset - (len(text) - len(stripped)))
+            lines.append(" " * (3 + caret) + "^")
+    lines.append("Python could not read the file: fix that line, then check again.")
+    return "\n".join(lines)
+
+
+def missing_function_message(exercise, module: types.ModuleType, shown: str) -> str:
+    defined = [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and inspect.isfunction(value)
+        and value.__module__ == module.__name__
+    ]
+    expected = f"{exercise.name}({', '.join(exercise.params)})"
+    found = (
+        f"It defines: {', '.join(defined)}." if defined else "It defines no functions."
+    )
+    value = vars(module).get(exercise.name)
+    if value is not None:
+        found = f"{exercise.name} is {type(value).__name__}, not a function. " + found
+    return (
+        f"{shown} has no function {exercise.name}. {found}\n"
+        f"Define {expected}, as in snippets/exercises/starters/{exercise.name}.py."
+    )
+
+
+def signature_problem(exercise, fn) -> str | None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None  # nothing to compare with; the call will tell
+    try:
+        signature.bind(*exercise.params)
+    except TypeError:
+        return (
+            f"{exercise.name} takes the wrong arguments.\n"
+            f"  expected: {exercise.name}({', '.join(exercise.params)})\n"
+            f"  got:      {exercise.name}({parameter_list(signature)})\n"
+            f"The grader calls it with {len(exercise.params)} positional argument(s), "
+            f"in that order."
+        )
+    return None
+
+
+def parameter_list(signature: inspect.Signature) -> str:
+    shown = []
+    for p in signature.parameters.values():
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        shown.append(text + ("=..." if p.default is not p.empty else ""))
+    return ", ".join(shown)
+
+
+def reader_traceback(err: BaseException, shown: str) -> str:
+    """The traceback lines in the learner's file, then the exception: nothing of ours."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == shown]
+    lines = []
+    for frame in frames:
+        lines.append(f'  File "{shown}", line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    message = str(err).strip().splitlines() or [""]
+    if len(message) > MAX_MESSAGE_LINES:
+        message = [*message[:MAX_MESSAGE_LINES], "..."]
+    first = f"{type(err).__name__}: {message[0]}".rstrip(": ")
+    lines.extend(f"  {line}" for line in [first, *message[1:]])
+    return "\n".join(lines)
+
+
+def run_cases(exercise, fn, shown: str) -> int:
+    from snippets.exercises.grading import (
+        called_primitives,
+        program_problems,
+        traced_primitives,
+    )
+
+    cases = exercise.cases()
+    print(
+        wrap(
+            f"Checking {exercise.name} from {shown} on {len(cases)} hidden cases "
+            f"(8 virtual CPU devices).",
+            0,
+        )
+    )
+    passed, probe = 0, None
+    for number, case in enumerate(cases, 1):
+        try:
+            args = case.args()
+        except Exception as err:  # a bug of the grader's, not of the learner's file
+            print(
+                f"The grader could not build case {number}: {err!r}. Please report it."
+            )
+            return 2
+        problems = call_problems(exercise, fn, case, args, shown)
+        report(f"case {number} of {len(cases)} ({case.about})", problems)
+        passed += not problems
+        if probe is None and case.raises is None:
+            probe = case
+        if problems and number < len(cases):
+            rest = len(cases) - number
+            print(f"  ...     {rest} more case(s) not run: fix this one first.")
+            break
+
+    program_ok = True
+    if (exercise.requires or exercise.forbids) and probe is not None:
+        try:
+            names = traced_primitives(fn, probe.args(), exercise.traced)
+        except Exception:
+            # Not traceable as a whole (it may read .sharding off a result, which
+            # works eagerly): record the operations of an ordinary call instead.
+            try:
+                names = called_primitives(fn, probe.args())
+            except (Exception, SystemExit):
+                names = None
+        if names is not None:  # else it raised, and the cases above say so
+            problems = program_problems(exercise, names)
+            wanted = ", ".join(f"uses {op}" for op in exercise.requires)
+            avoided = ", ".join(f"no {op}" for op in exercise.forbids)
+            report(f"program ({'; '.join(filter(None, [wanted, avoided]))})", problems)
+            program_ok = not problems
+
+    print()
+    if passed == len(cases) and program_ok:
+        print(f"PASSED: {exercise.name} is right on all {len(cases)} hidden cases.")
+        return 0
+    failed = len(cases) - passed
+    summary = (
+        f"{passed} of {len(cases)} cases passed" if failed else "every case passed"
+    )
+    if not program_ok:
+        summary += (
+            ", and the program check failed"
+            if failed
+            else ", but the program check failed"
+        )
+    print(wrap(f"NOT YET: {summary}. Fix {exercise.name} and run the check again.", 0))
+    return 1
+
+
+def call_problems(exercise, fn, case, args: tuple, shown: str) -> list[str]:
+    from snippets.exercises.grading import kind
+
+    try:
+        got = fn(*args)
+    except (Exception, SystemExit) as err:
+        if case.raises is not None and isinstance(err, case.raises):
+            text = str(err)
+            missing = [w for w in case.message_has if w not in text]
+            if missing:
+                quoted = " and ".join(repr(w) for w in missing)
+                return [
+                    f"it raised {type(err).__name__}, as it should, but its message "
+                    f"should tell the caller what to change (mention {quoted}). "
+                    f"It says: {text}"
+                ]
+            return []
+        if case.raises is not None:
+            return [
+                f"it should raise {case.raises.__name__}, but it raised "
+                f"{type(err).__name__}:\n" + reader_traceback(err, shown)
+            ]
+        advice = [a for words, a in exercise.on_error.items() if words in str(err)]
+        return [
+            "your code raised an exception:\n"
+            + reader_traceback(err, shown)
+            + "".join(f"\nHint: {a}" for a in advice)
+        ]
+    if case.raises is not None:
+        return [
+            f"it should raise {case.raises.__name__} for these arguments, but it "
+            f"returned {kind(got)}."
+        ]
+    try:
+        return case.check(got, args)
+    except Exception as err:  # a result so unexpected that a check could not read it
+        return [f"the grader could not read what it returned ({kind(got)}): {err}"]
+
+
+def report(title: str, problems: list[str]) -> None:
+    """One line per case, ok or FAILED, then what is wrong, wrapped to WIDTH columns."""
+    print(wrap(f"  {'FAILED' if problems else 'ok':<6}  {title}", 10))
+    for problem in problems:
+        first, *rest = problem.splitlines()
+        print(wrap(f"    - {first}", 6))
+        code = False  # a traceback's File lines, and the code after each, stay whole
+        for line in rest:
+            shown = "      " + line
+            is_file = line.lstrip().startswith('File "')
+            whole = code or is_file
+            print(shown if whole else wrap(shown, len(shown) - len(shown.lstrip())))
+            code = is_file
+
+
+def wrap(text: str, indent: int) -> str:
+    return textwrap.fill(
+        text,
+        width=WIDTH,
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

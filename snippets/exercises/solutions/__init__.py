@@ -1,0 +1,1 @@
+"""Reference solutions of the exercises, one module each (see docs/exercises/)."""

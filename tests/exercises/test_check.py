@@ -1,0 +1,271 @@
+"""The grader itself: what it says about files it cannot grade, and its command line."""
+
+import textwrap
+
+import pytest
+
+from snippets.exercises import check
+from snippets.exercises.catalog import EXERCISES
+
+DOUBLE = """
+    import jax
+    import jax.numpy as jnp
+    from jax import P
+    from jax.sharding import AxisType
+
+
+    def shard_map_double(x):
+        mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+        return jax.shard_map(
+            lambda y: y * 2.0, mesh=mesh, in_specs=P("data"), out_specs=P("data")
+        )(x)
+"""
+
+
+def no_grader_traceback(out: str) -> None:
+    assert "Traceback" not in out
+    assert "snippets/exercises" not in out
+
+
+def test_a_correct_file_passes_with_the_number_of_cases(grade):
+    status, out, _ = grade("shard_map_double", DOUBLE)
+    assert status == 0
+    assert out.splitlines()[-1] == (
+        "PASSED: shard_map_double is right on all 2 hidden cases."
+    )
+    assert "  ok      program (uses shard_map)" in out
+
+
+def test_a_syntax_error_names_the_file_the_line_and_shows_it(grade):
+    status, out, path = grade(
+        "shard_map_double",
+        """
+        import jax
+
+
+        def shard_map_double(x):
+            return x *
+        """,
+    )
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{path}, line 5: SyntaxError: invalid syntax"
+    assert lines[1] == "    return x *"
+    assert lines[2].endswith("^")
+    no_grader_traceback(out)
+
+
+def test_an_indentation_error_is_a_syntax_error_too(grade):
+    status, out, path = grade(
+        "shard_map_double", "def shard_map_double(x):\nreturn x\n"
+    )
+    assert status == 1
+    assert out.startswith(
+        f"{path}, line 2: IndentationError: expected an indented block"
+    )
+
+
+def test_a_missing_function_is_named_with_what_the_file_defines(grade):
+    status, out, path = grade(
+        "place_batch",
+        """
+        def place(x, mesh):
+            return x
+
+
+        def helper():
+            pass
+        """,
+    )
+    assert status == 1
+    assert out == (
+        f"{path} has no function place_batch. It defines: place, helper.\n"
+        "Define place_batch(x, mesh), as in "
+        "snippets/exercises/starters/place_batch.py.\n"
+    )
+
+
+def test_a_file_that_defines_nothing(grade):
+    status, out, _ = grade("tp_specs", "SPECS = {}\n")
+    assert status == 1
+    assert "has no function tp_specs. It defines no functions." in out
+
+
+def test_a_wrong_signature_shows_expected_and_got(grade):
+    status, out, _ = grade(
+        "place_batch",
+        """
+        def place_batch(x, mesh, axis, *, check=True):
+            return x
+        """,
+    )
+    assert status == 1
+    assert out.splitlines() == [
+        "place_batch takes the wrong arguments.",
+        "  expected: place_batch(x, mesh)",
+        "  got:      place_batch(x, mesh, axis, check=...)",
+        "The grader calls it with 2 positional argument(s), in that order.",
+    ]
+
+
+def test_extra_optional_parameters_are_fine(grade):
+    status, out, _ = grade(
+        "gpipe_schedule",
+        """
+        import numpy as np
+
+
+        def gpipe_schedule(num_stages, num_microbatches, fill=-1):
+            if num_stages < 1 or num_microbatches < 1:
+                raise ValueError("both must be >= 1")
+            steps = np.arange(num_microbatches + num_stages - 1)
+            m = steps[None, :] - np.arange(num_stages)[:, None]
+            return np.where((m >= 0) & (m < num_microbatches), m, fill)
+        """,
+    )
+    assert status == 0, out
+
+
+def test_an_exception_shows_the_readers_traceback_only(grade):
+    status, out, path = grade(
+        "per_device_bytes",
+        """
+        def helper(shape):
+            return shape[0] // 0
+
+
+        def per_device_bytes(shape, dtype, spec, mesh):
+            return helper(shape)
+        """,
+    )
+    assert status == 1
+    lines = out.splitlines()
+    start = lines.index(
+        "  FAILED  case 1 of 6 (float32[64, 32] as P('data', None) on a mesh {'data':"
+    )
+    assert lines[start:] == [
+        "  FAILED  case 1 of 6 (float32[64, 32] as P('data', None) on a mesh {'data':",
+        "          2, 'model': 4})",
+        "    - your code raised an exception:",
+        f'        File "{path}", line 6, in per_device_bytes',
+        "          return helper(shape)",
+        f'        File "{path}", line 2, in helper',
+        "          return shape[0] // 0",
+        "        ZeroDivisionError: integer division or modulo by zero",
+        "  ...     5 more case(s) not run: fix this one first.",
+        "",
+        "NOT YET: 0 of 6 cases passed. Fix per_device_bytes and run the check again.",
+    ]
+    no_grader_traceback(out)
+
+
+def test_an_error_while_loading_the_file(grade):
+    status, out, path = grade(
+        "gpipe_schedule",
+        """
+        import numpy as np
+
+        TABLE = np.zeros(3)[7]
+
+
+        def gpipe_schedule(num_stages, num_microbatches):
+            return TABLE
+        """,
+    )
+    assert status == 1
+    assert out.splitlines() == [
+        f"{path} raised an exception while it was being loaded:",
+        f'  File "{path}", line 3, in <module>',
+        "    TABLE = np.zeros(3)[7]",
+        "  IndexError: index 7 is out of bounds for axis 0 with size 3",
+    ]
+
+
+def test_an_unknown_exercise_lists_the_known_ones(grade):
+    status, out, _ = grade("shard_map_tripple", DOUBLE)
+    assert status == 2
+    lines = out.splitlines()
+    assert (
+        lines[0]
+        == "There is no exercise called 'shard_map_tripple'. The exercises are:"
+    )
+    listed = [line.split()[0] for line in lines[1:-1]]
+    assert listed == list(EXERCISES)
+    assert lines[-1] == check.USAGE
+
+
+def test_a_missing_file(tmp_path, capsys):
+    assert check.main(["place_batch", str(tmp_path / "nope.py")]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"There is no file {tmp_path / 'nope.py'}")
+
+
+@pytest.mark.parametrize("argv", [[], ["place_batch"], ["a", "b", "c"]])
+def test_usage_errors(argv, capsys):
+    assert check.main(argv) == 2
+    assert capsys.readouterr().out.startswith(check.USAGE)
+
+
+def test_list_and_help(capsys):
+    assert check.main(["--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(EXERCISES)
+    assert check.main(["--help"]) == 0
+    assert "python -m snippets.exercises.check <exercise> <file.py>" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_function_that_cannot_be_traced_is_checked_by_running_it(grade):
+    """The program check falls back to recording the operations of a plain call."""
+    status, out, _ = grade(
+        "shard_map_double",
+        DOUBLE.replace(
+            "        return jax.shard_map(",
+            "        if x.sharding is None:  # untraceable: a tracer has no .sharding\n"
+            "            raise ValueError('x must be placed')\n"
+            "        return jax.shard_map(",
+        ),
+    )
+    assert status == 0, out
+
+
+def test_the_setup_lines_of_the_pages_may_stay_in_the_file(grade):
+    setup = (
+        "import jax\n\n"
+        'jax.config.update("jax_platforms", "cpu")\n'
+        'jax.config.update("jax_num_cpu_devices", 8)\n'
+    )
+    status, out, _ = grade("shard_map_double", setup + textwrap.dedent(DOUBLE))
+    assert status == 0, out
+
+
+def test_asking_for_another_device_count_gets_a_hint(grade):
+    status, out, path = grade(
+        "gpipe_schedule",
+        """
+        import jax
+
+        jax.config.update("jax_num_cpu_devices", 1)
+
+
+        def gpipe_schedule(num_stages, num_microbatches):
+            return None
+        """,
+    )
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[:3] == [
+        f"{path} raised an exception while it was being loaded:",
+        f'  File "{path}", line 3, in <module>',
+        '    jax.config.update("jax_num_cpu_devices", 1)',
+    ]
+    assert lines[3].startswith(
+        "  RuntimeError: jax_num_cpu_devices config should be updated before backends "
+        "are initialized"
+    )
+    assert lines[-1] == (
+        "Hint: the grader gives JAX 8 CPU devices before it loads your file, so the "
+        "file cannot ask for another number: remove its jax.config.update lines (or "
+        "ask for 8)."
+    )

@@ -1,0 +1,73 @@
+"""The exercise pages: one per exercise, each showing its starter, its solution and its check."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from snippets.exercises.catalog import EXERCISE_LIST, EXERCISES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    return (DOCS / "exercises" / f"{name}.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", list(EXERCISES))
+def test_the_page_shows_the_starter_the_check_and_a_folded_solution(name):
+    text = page(name)
+    exercise = EXERCISES[name]
+    blocks = re.findall(r"^```\{\.python\}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert blocks[:2] == [
+        '--8<-- "snippets/cpu_devices.py:setup"\n',
+        f'--8<-- "snippets/exercises/starters/{name}.py"\n',
+    ]
+    assert f"nox -s check -- {name} my_solution.py" in text
+    assert f"python -m snippets.exercises.check {name} my_solution.py" in text
+    folded = text[text.index('??? success "Solution"') :]
+    assert f'    --8<-- "{exercise.solution}"' in folded
+    assert re.search(r'^\?\?\? tip "Hint 1', text, re.MULTILINE)
+    assert f"]({Path('..', exercise.practises).as_posix()})" in text.split("\n\n")[1]
+    assert "\n## Where next\n" in text
+
+
+@pytest.mark.parametrize("name", list(EXERCISES))
+def test_every_annotation_of_the_solution_is_explained(name):
+    """The solution's `# (n)!` markers and the numbered list under it stay in step."""
+    folded = page(name)[page(name).index('??? success "Solution"') :]
+    included = re.findall(r'^    --8<-- "(.+?):(.+?)"$', folded, re.MULTILINE)
+    markers = []
+    for path, section in included:
+        text = (ROOT / path).read_text(encoding="utf-8")
+        body = text.split(f"[start:{section}]")[1].split(f"[end:{section}]")[0]
+        markers += re.findall(r"# \((\d+)\)!", body)
+    items = re.findall(r"^    (\d+)\.  ", folded, re.MULTILINE)
+    assert markers == items == [str(i) for i in range(1, len(items) + 1)]
+
+
+def test_the_index_lists_every_exercise_with_its_page_in_reading_order():
+    index = (DOCS / "exercises" / "index.md").read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| \[.*?\]\((.*?)\) \| \[.*?\]\((.*?)\) \|", index, re.MULTILINE
+    )
+    assert rows == [(f"../{ex.practises}", f"{ex.name}.md") for ex in EXERCISE_LIST]
+
+
+def test_the_navigation_follows_the_reading_order_of_the_pages():
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    nav = next(s["Exercises"] for s in config["nav"] if "Exercises" in s)
+    assert nav == ["exercises/index.md"] + [
+        f"exercises/{ex.name}.md" for ex in EXERCISE_LIST
+    ]
+    order = [
+        page
+        for section in config["nav"]
+        for pages in section.values()
+        if isinstance(pages, list)
+        for page in pages
+    ]
+    positions = [order.index(ex.practises) for ex in EXERCISE_LIST]
+    assert positions == sorted(positions)
