@@ -60,21 +60,28 @@ def links_markdown(page: str, repo_url: str, *, from_notebook: bool) -> str:
 
 
 def _prose(text: str, page: str, site_url: str) -> str:
-    """Page Markdown that Jupyter renders: Material's admonitions and tabs made plain,
-    and links to other pages made absolute, so they work from the notebook and on Colab."""
+    """Page Markdown that Jupyter renders: Material's admonitions become quotes and its tabs
+    plain sections, includes are expanded, and links to other pages made absolute, so they
+    work from the notebook and on Colab."""
     out: list[str] = []
-    for line in text.split("\n"):
+    box = None  # inside an admonition ("quote") or a content tab ("tab")
+    for line in outputs.expand(text, page).split("\n"):
         if m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
-            out.append(f"> **{m.group(2) or 'Note'}**\n>")
-            continue
-        if m := re.match(r'^===\s+"(.*)"\s*$', line):
-            out.append(f"**{m.group(1)}**\n")
-            continue
-        if line.startswith("    ") and out and out[-1].startswith(">"):
-            out.append("> " + line[4:])
-            continue
-        out.append(line)
-    prose = "\n".join(out)
+            out.append(f"> **{m.group(2) or 'Note'}**")
+            box = "quote"
+        elif m := re.match(r'^===\s+"(.*)"\s*$', line):
+            out.append(f"**{m.group(1)}**")
+            box = "tab"
+        elif box and (line.startswith("    ") or not line.strip()):
+            body = line[4:]
+            out.append(("> " + body).rstrip() if box == "quote" else body)
+        else:
+            box = None
+            out.append(line)
+    prose = re.sub(
+        r"\n{3,}", "\n\n", "\n".join(out)
+    )  # jupytext splits cells at 2 blanks
+    prose = re.sub(r"```\{\.(\w+)[^}]*\}", r"```\1", prose)  # brace fences, for Jupyter
 
     def absolute(m: re.Match) -> str:
         target = posixpath.normpath(posixpath.join(posixpath.dirname(page), m.group(1)))
@@ -145,7 +152,10 @@ def write_all(site_url: str, repo_url: str) -> list[Path]:
     """Write (or leave alone, when unchanged) the notebook of every page; remove stale ones."""
     written, wanted = [], set()
     for page in outputs.doc_pages():
-        if page.is_relative_to(NOTEBOOKS):
+        # Guide pages only: an exercise's page holds a starter to fill in, not a program.
+        if page.is_relative_to(NOTEBOOKS) or page.is_relative_to(
+            outputs.DOCS / "exercises"
+        ):
             continue
         content = build(page, site_url, repo_url)
         if content is None:

@@ -25,6 +25,16 @@ PAGE = """\
 
     Because [the basics page](../basics/devices-and-meshes.md#eight-devices-on-one-cpu) says so.
 
+    A second paragraph of the tip:
+
+    ```{.python}
+    --8<-- "snippets/cpu_devices.py:setup"
+    ```
+
+=== "A tab"
+
+    Tab text.
+
 ```{.python}
 print(jax.device_count())  # (1)!
 ```
@@ -68,7 +78,11 @@ def test_a_page_becomes_a_notebook_of_its_prose_and_blocks(docs):
     assert setup.startswith("# Tested with jax ")
     assert "    %pip install --quiet jax==" in setup  # on Colab only
     assert devices == outputs.page_blocks(docs / "guide/page.md")[0].source.rstrip("\n")
-    assert prose.startswith("> **Why eight**")  # an admonition, as Jupyter can show it
+    assert prose.startswith("> **Why eight**\n>\n> Because")  # as Jupyter can show it
+    assert "> ```python\n> import jax" in prose
+    assert "> A second paragraph of the tip:" in prose
+    assert '> jax.config.update("jax_num_cpu_devices", 8)' in prose  # includes expanded
+    assert "**A tab**\n\nTab text." in prose
     assert (
         "(https://example.org/docs/basics/devices-and-meshes/#eight-devices-on-one-cpu)"
         in prose
