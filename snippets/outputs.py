@@ -294,6 +294,8 @@ def ensure(
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(run_page, *plan) for plan in stale]
         for future in concurrent.futures.as_completed(futures):
+            if future.cancelled():  # not started, because another page failed first
+                continue
             try:
                 result = future.result()
                 results[result.page] = result

@@ -155,3 +155,11 @@ def test_the_command_line_reports_failures_and_exits_non_zero(tmp_path, cache, c
     page = write_page(tmp_path, "1 / 0")
     assert outputs.main([str(page)]) == 1
     assert "ZeroDivisionError: division by zero" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_pages_not_started_after_a_failure_do_not_hide_it(tmp_path, cache):
+    pages = [write_page(tmp_path, "1 / 0", name="a.md")]
+    pages += [write_page(tmp_path, "x = 1", name=f"p{i}.md") for i in range(4)]
+    with pytest.raises(outputs.SnippetError, match="ZeroDivisionError"):
+        outputs.ensure(pages, jobs=1)
