@@ -1,0 +1,1 @@
+"""Choosing a strategy: every strategy on one model, measured side by side."""

@@ -1,0 +1,1 @@
+"""Beyond one host: the data-parallel train step on two processes of four devices each."""

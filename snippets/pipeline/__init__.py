@@ -1,0 +1,1 @@
+"""Pipeline parallelism: one model stage per device, microbatches passed along with ppermute."""
