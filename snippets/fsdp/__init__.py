@@ -1,0 +1,1 @@
+"""FSDP: parameters and optimizer state split over the data axis, gathered for use."""

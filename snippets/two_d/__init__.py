@@ -1,0 +1,1 @@
+"""2-D parallelism: the batch over "data", the weights over "model", and the mesh shape."""
