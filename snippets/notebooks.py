@@ -95,6 +95,12 @@ def _prose(text: str, page: str, site_url: str) -> str:
     return MD_LINK.sub(absolute, prose)
 
 
+def _region(prose: str) -> str:
+    """One Markdown cell, whatever it holds: jupytext would make a shell fence a %%bash cell."""
+    prose = prose.strip("\n")
+    return f"<!-- #region -->\n{prose}\n<!-- #endregion -->\n" if prose else ""
+
+
 def build(page: Path, site_url: str, repo_url: str) -> str | None:
     """The notebook of one page, as ipynb JSON text; None for a page without code."""
     import jupytext
@@ -125,11 +131,13 @@ def build(page: Path, site_url: str, repo_url: str) -> str | None:
     ]
     start = 1
     for token, block in zip(fences, blocks, strict=True):
-        parts.append(_prose("\n".join(lines[start : token.map[0]]), rel, site_url))
+        parts.append(
+            _region(_prose("\n".join(lines[start : token.map[0]]), rel, site_url))
+        )
         code = ANNOTATION_MARK.sub("", block.source).rstrip("\n")
         parts.append(f"```python\n{code}\n```\n")
         start = token.map[1]
-    parts.append(_prose("\n".join(lines[start:]), rel, site_url))
+    parts.append(_region(_prose("\n".join(lines[start:]), rel, site_url)))
     notebook = jupytext.reads("\n".join(parts), fmt="md")
     for number, cell in enumerate(notebook.cells):
         cell.id = (

@@ -35,6 +35,10 @@ PAGE = """\
 
     Tab text.
 
+    ```{.bash}
+    JAX_NUM_CPU_DEVICES=8 python my_script.py
+    ```
+
 ```{.python}
 print(jax.device_count())  # (1)!
 ```
@@ -83,6 +87,9 @@ def test_a_page_becomes_a_notebook_of_its_prose_and_blocks(docs):
     assert "> A second paragraph of the tip:" in prose
     assert '> jax.config.update("jax_num_cpu_devices", 8)' in prose  # includes expanded
     assert "**A tab**\n\nTab text." in prose
+    assert (
+        "```bash\nJAX_NUM_CPU_DEVICES=8 python" in prose
+    )  # shown, never run as %%bash
     assert (
         "(https://example.org/docs/basics/devices-and-meshes/#eight-devices-on-one-cpu)"
         in prose

@@ -22,7 +22,13 @@ def site_pages() -> list[str]:
     return ["" if p == "index" else p.removesuffix("/index") + "/" for p in pages]
 
 
-PAGES = site_pages()
+# Notebook pages come from the guide pages; one of each section is enough to check them.
+NOTEBOOK_PAGES = [
+    "notebooks/basics/named-sharding/",
+    "notebooks/concepts/collectives/",
+    "notebooks/training/data-parallel/",
+]
+PAGES = site_pages() + NOTEBOOK_PAGES
 
 
 @dataclass
@@ -96,7 +102,7 @@ def test_the_checker_catches_a_page_that_asks_another_host(context, tmp_path):
     [
         ("psum", "concepts/collectives/"),
         ("PartitionSpec", "basics/partition-spec/"),
-        ("FSDP", ""),  # the home page until the training pages exist
+        ("FSDP", "training/fsdp/"),
     ],
 )
 def test_search_finds_the_page(context, base_url, query, expected):
