@@ -132,7 +132,6 @@ def on_page_context(context, page, config, nav):
 def on_post_page(output, page, config):
     if not is_notebook(page):
         return output
-    head_end = output.index("</head>")
     styles = _STYLE.findall(output)
     css = "\n".join(
         re.sub(r"^<style[^>]*>|</style>\s*$", "", s.strip()) for s in styles
@@ -143,6 +142,24 @@ def on_post_page(output, page, config):
         target.write_text(css, encoding="utf-8")
     href = posixpath.relpath(NOTEBOOK_CSS, page.url or ".")
     output = _STYLE.sub("", output)
+    output = _RICH_CELL.sub(_readable_cell, output)
+    # Before the theme's and the site's own stylesheets, so that extra.css can correct it.
     link = f'<link rel="stylesheet" href="{href}">\n'
-    head_end = output.index("</head>")
-    return output[:head_end] + link + output[head_end:]
+    first = output.index('<link rel="stylesheet"')
+    return output[:first] + link + output[first:]
+
+
+# A sharding diagram printed by a notebook's kernel is rich's HTML, with jax's own choice of
+# label colour; on the pages, labels get the black or white that reads on their cell, as the
+# guide pages' diagrams do (snippets/render.py).
+_RICH_CELL = re.compile(
+    r"color: (#[0-9a-f]{6}); text-decoration-color: #[0-9a-f]{6}; "
+    r"background-color: (#[0-9a-f]{6})"
+)
+
+
+def _readable_cell(match: re.Match) -> str:
+    from snippets.render import readable_text_colour
+
+    text = readable_text_colour(match.group(2))
+    return f"color: {text}; text-decoration-color: {text}; background-color: {match.group(2)}"

@@ -246,9 +246,11 @@ def test_notebook_pages_link_one_shared_stylesheet_instead_of_inline_css(tmp_pat
     )
     config = SimpleNamespace(site_dir=str(tmp_path))
     html = (
-        "<html><head><title>t</title>"
+        '<html><head><title>t</title><link rel="stylesheet" href="theme.css">'
         '<style type="text/css">.a{color:red}</style>\n<style>.b{}</style></head>'
-        "<body><style>.c{}</style><p>cell</p></body></html>"
+        "<body><style>.c{}</style><p>cell</p>"
+        '<span style="color: #ffffff; text-decoration-color: #ffffff; '
+        'background-color: #de9ed6">CPU 3</span></body></html>'
     )
     out = site_hooks.on_post_page(html, page, config)
     assert "<style" not in out
