@@ -85,7 +85,8 @@ def hlo_table(
     return found
 
 
-def main() -> None:
+def page_programs():
+    """The page's meshes, data and per-collective functions, as its earlier blocks build them."""
     from snippets.collectives import diagram, gathers, movement, positions, reductions
 
     mesh, mesh_2x4 = diagram.build_meshes()
@@ -102,7 +103,12 @@ def main() -> None:
         exchange=movement.all_to_all(mesh, x8)[0],
         position=positions.axis_index(mesh_2x4, x)[0],
     )
-    hlo_table(mesh, mesh_2x4, x, x8, **functions)
+    return (mesh, mesh_2x4, x, x8), functions
+
+
+def main() -> None:
+    arrays, functions = page_programs()
+    hlo_table(*arrays, **functions)
 
 
 if __name__ == "__main__":

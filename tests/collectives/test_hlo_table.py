@@ -3,12 +3,7 @@ import re
 import pytest
 
 from snippets.collectives import (
-    diagram,
-    gathers,
     hlo_table,
-    movement,
-    positions,
-    reductions,
 )
 
 
@@ -18,22 +13,9 @@ def found(devices):
     import io
 
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        mesh, mesh_2x4 = diagram.build_meshes()
-        x, x8 = diagram.build_data(mesh)
-        functions = dict(
-            total=reductions.psum(mesh, x)[0],
-            row_total=reductions.psum_one_axis(mesh_2x4, x)[0],
-            mean=reductions.pmean(mesh, x)[0],
-            largest=reductions.pmax(mesh, x)[0],
-            gather=gathers.all_gather(mesh, x)[0],
-            gather_tiled=gathers.all_gather_tiled(mesh, x)[0],
-            scatter=gathers.psum_scatter(mesh, x8)[0],
-            shift=movement.ring_shift(mesh, x)[0],
-            exchange=movement.all_to_all(mesh, x8)[0],
-            position=positions.axis_index(mesh_2x4, x)[0],
-        )
+        arrays, functions = hlo_table.page_programs()
         start = len(out.getvalue())
-        result = hlo_table.hlo_table(mesh, mesh_2x4, x, x8, **functions)
+        result = hlo_table.hlo_table(*arrays, **functions)
     return result, out.getvalue()[start:]
 
 
