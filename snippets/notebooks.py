@@ -127,7 +127,6 @@ def build(page: Path, site_url: str, repo_url: str) -> str | None:
         f"This notebook is [a page]({site_url.rstrip('/')}/{rel[:-3]}/) of "
         f"*Sharding in JAX, run and tested*, generated from the same tested code. "
         f"{links_markdown(rel, repo_url, from_notebook=True)}\n",
-        f"```python\n{setup}```\n",
     ]
     start = 1
     for token, block in zip(fences, blocks, strict=True):
@@ -135,6 +134,10 @@ def build(page: Path, site_url: str, repo_url: str) -> str | None:
             _region(_prose("\n".join(lines[start : token.map[0]]), rel, site_url))
         )
         code = ANNOTATION_MARK.sub("", block.source).rstrip("\n")
+        if (
+            block.index == 0
+        ):  # the first cell: versions, Colab's install, then the devices
+            code = f"{setup}\n{code}"
         parts.append(f"```python\n{code}\n```\n")
         start = token.map[1]
     parts.append(_region(_prose("\n".join(lines[start:]), rel, site_url)))
