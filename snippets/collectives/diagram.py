@@ -100,6 +100,7 @@ def show_per_device(before, after, title):
         title=title,
         style=CARD,
         border_style=CARD,
+        caption_style="italic",  # rich dims captions to a grey under AA contrast
     )
     table.caption = shapes
     table.min_width = len(title)  # so that the title fits on one line
