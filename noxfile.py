@@ -92,9 +92,14 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """pytest: tests/ and every Python fence in docs/ (one program per page)."""
+    """pytest: tests/ and every Python fence in docs/ (one program per page).
+
+    Two workers, one per core, each taking whole files (so a file's fixtures are built once);
+    they share compiled programs through the persistent compilation cache.
+    """
     install(session, "tests")
-    session.run("pytest", *session.posargs, env=QUIET)
+    workers = ["-n", "2", "--dist", "loadfile"] if not session.posargs else []
+    session.run("pytest", *workers, *session.posargs, env=QUIET)
 
 
 def npm_install(session: nox.Session, package: str) -> None:
