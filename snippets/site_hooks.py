@@ -39,6 +39,8 @@ def on_config(config):
 
 
 def on_pre_build(config):
+    _notebook_css.clear()
+    _notebook_classes.clear()
     # Before mkdocs collects the files, so that mkdocs-jupyter finds the notebooks.
     written = notebooks.write_all(config.site_url or "", config.repo_url or "")
     if written:
@@ -113,10 +115,27 @@ def chunk_markdown(chunk: dict) -> str:
     return f'{fence}{{.text .output .no-copy title="Output"}}\n{text}\n{fence}'
 
 
-# Notebook pages: mkdocs-jupyter inlines about 590 KB of JupyterLab CSS into every one. The
-# same CSS is written once as a stylesheet that the browser caches, and each page links it.
+# Notebook pages: mkdocs-jupyter inlines about 590 KB of JupyterLab CSS into every one. It is
+# taken out of the pages and written once, after the build, as a stylesheet the browser caches,
+# pruned to the rules whose selectors can match the notebook pages (about a tenth of it: the
+# rest styles JupyterLab's widgets, which a static page never has). Render-blocking CSS is what
+# slowed a notebook page's first paint on a phone.
 NOTEBOOK_CSS = "assets/stylesheets/notebook.css"
 _STYLE = re.compile(r"<style[^>]*>.*?</style>\s*", re.DOTALL)
+_CLASS_ATTR = re.compile(r"""\bclass=["']([^"']*)["']""")
+# Scripts mkdocs-jupyter adds that do nothing here: MathJax with no URL to load it from (no
+# notebook has maths), and a loader that would import Mermaid from a CDN (no notebook has a
+# diagram). Taken out so that no page so much as names a third-party script.
+_DEAD_SCRIPTS = re.compile(
+    r'<script src="">\s*</script>\s*'
+    r"|<script type=\"module\">(?:(?!</script>).)*?cdnjs\.cloudflare\.com.*?</script>\s*",
+    re.DOTALL,
+)
+_notebook_css: list[str] = []  # the distinct inline CSS of the notebook pages, in order
+_notebook_classes: set[str] = set()  # every class name the notebook pages use
+_notebook_vars: set[str] = (
+    set()
+)  # every `var(--name` the notebook pages' own markup reads
 
 
 def is_notebook(page) -> bool:
@@ -132,21 +151,173 @@ def on_page_context(context, page, config, nav):
 def on_post_page(output, page, config):
     if not is_notebook(page):
         return output
-    styles = _STYLE.findall(output)
     css = "\n".join(
-        re.sub(r"^<style[^>]*>|</style>\s*$", "", s.strip()) for s in styles
+        re.sub(r"^<style[^>]*>|</style>\s*$", "", s.strip())
+        for s in _STYLE.findall(output)
     )
-    target = Path(config.site_dir, NOTEBOOK_CSS)
-    if not target.exists() or target.read_text(encoding="utf-8") != css:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(css, encoding="utf-8")
+    if css not in _notebook_css:
+        _notebook_css.append(css)
     href = posixpath.relpath(NOTEBOOK_CSS, page.url or ".")
-    output = _STYLE.sub("", output)
+    output = _DEAD_SCRIPTS.sub("", _STYLE.sub("", output))
     output = _RICH_CELL.sub(_readable_cell, output)
+    for names in _CLASS_ATTR.findall(output):
+        _notebook_classes.update(names.split())
+    _notebook_vars.update(re.findall(r"var\(\s*--[\w-]+", output))
     # Before the theme's and the site's own stylesheets, so that extra.css can correct it.
     link = f'<link rel="stylesheet" href="{href}">\n'
     first = output.index('<link rel="stylesheet"')
     return output[:first] + link + output[first:]
+
+
+def on_post_build(config):
+    if not _notebook_css:
+        return
+    # Classes the site's scripts may add at run time (Material wraps each table in a
+    # `md-typeset__scrollwrap`, say) count as used: every name a script spells out.
+    scripts = "\n".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in Path(config.site_dir).rglob("*.js")
+    )
+    classes = _notebook_classes | set(re.findall(r"[A-Za-z_][\w-]*", scripts))
+    css = prune_css("\n".join(_notebook_css), classes)
+    # The site's own stylesheets and the pages' inline styles may read JupyterLab's variables.
+    elsewhere = "\n".join(
+        Path(config.docs_dir, name).read_text(encoding="utf-8")
+        for name in config.extra_css
+        if Path(config.docs_dir, name).is_file()
+    )
+    css = drop_unused_properties(css, elsewhere + "\n".join(_notebook_vars))
+    target = Path(config.site_dir, NOTEBOOK_CSS)
+    if not target.exists() or target.read_text(encoding="utf-8") != css:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(css, encoding="utf-8")
+
+
+def prune_css(css: str, classes: set[str]) -> str:
+    """The rules of `css` that can match a page using only these class names.
+
+    A selector is dropped when it needs a class no page has; a rule goes when all its
+    selectors do, an `@media` or `@supports` block when all its rules do. Other at-rules
+    (`@keyframes`, `@font-face`, ...) are kept whole. Comments are dropped.
+    """
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    kept = []
+    for prelude, body in _css_rules(css):
+        if body is None:
+            kept.append(prelude + ";")
+        elif re.match(r"@(media|supports)\b", prelude):
+            inner = prune_css(body, classes)
+            if inner:
+                kept.append(f"{prelude}{{\n{inner}\n}}")
+        elif prelude.startswith("@"):
+            kept.append(f"{prelude}{{{body}}}")
+        else:
+            selectors = [s for s in _split_top(prelude, ",") if _needed(s) <= classes]
+            if selectors:
+                kept.append(f"{', '.join(selectors)} {{{body}}}")
+    return "\n".join(kept)
+
+
+def drop_unused_properties(css: str, elsewhere: str = "") -> str:
+    """`css` without the custom properties (`--name: value`) that nothing reads.
+
+    A property is read when a `var(--name` appears in a kept declaration of `css` or in
+    `elsewhere`; dropping one may leave another unread, so it repeats until nothing changes.
+    Rules left with no declarations go.
+    """
+    while True:
+        read = set(re.findall(r"var\(\s*(--[\w-]+)", css + "\n" + elsewhere))
+        pruned = _map_declarations(
+            css,
+            lambda d, read=read: (
+                not (d.startswith("--") and d.split(":", 1)[0].strip() not in read)
+            ),
+        )
+        if pruned == css:
+            return css
+        css = pruned
+
+
+def _map_declarations(css: str, keep) -> str:
+    """`css` with only the declarations for which `keep(declaration)` is true."""
+    out = []
+    for prelude, body in _css_rules(css):
+        if body is None:
+            out.append(prelude + ";")
+        elif re.match(r"@(media|supports)\b", prelude):
+            inner = _map_declarations(body, keep)
+            if inner:
+                out.append(f"{prelude}{{\n{inner}\n}}")
+        elif prelude.startswith("@"):
+            out.append(f"{prelude}{{{body}}}")
+        else:
+            declarations = [d for d in _split_top(body, ";") if keep(d)]
+            if declarations:
+                out.append(f"{prelude} {{{'; '.join(declarations)}}}")
+    return "\n".join(out)
+
+
+def _css_rules(css: str):
+    """Top-level (prelude, body) pairs; body is None for a statement such as `@charset`."""
+    depth, start, quote, i = 0, 0, None, 0
+    prelude = ""
+    while i < len(css):
+        c = css[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "{":
+            if depth == 0:
+                prelude, start = css[start:i].strip(), i + 1
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                yield prelude, css[start:i].strip()
+                start = i + 1
+        elif c == ";" and depth == 0:
+            if css[start:i].strip():
+                yield css[start:i].strip(), None
+            start = i + 1
+        i += 1
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets, parentheses and strings, each part stripped."""
+    parts, depth, quote, current = [], 0, None, []
+    for c in text:
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(c)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def _needed(selector: str) -> set[str]:
+    """Class names an element must have somewhere for `selector` to match.
+
+    Attribute values and strings are not classes; a class inside `:not()` is not needed. A
+    selector with `:is()`, `:where()` or `:has()` is treated as needing nothing (kept).
+    """
+    if re.search(r":(is|where|has|matches|-\w+-any)\(", selector):
+        return set()
+    bare = re.sub(r"\[[^\]]*\]|\"[^\"]*\"|'[^']*'", "", selector)
+    bare = re.sub(r":not\([^)]*\)", "", bare)
+    return set(re.findall(r"\.(-?[A-Za-z_][\w-]*)", bare))
 
 
 # A sharding diagram printed by a notebook's kernel is rich's HTML, with jax's own choice of

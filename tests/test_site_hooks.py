@@ -244,26 +244,98 @@ def test_notebook_pages_link_one_shared_stylesheet_instead_of_inline_css(tmp_pat
         file=SimpleNamespace(src_uri="notebooks/basics/x.ipynb"),
         url="notebooks/basics/x/",
     )
-    config = SimpleNamespace(site_dir=str(tmp_path))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "extra.css").write_text("p { color: var(--from-extra) }")
+    (tmp_path / "site" / "js").mkdir(parents=True)
+    (tmp_path / "site" / "js" / "app.js").write_text('el.classList.add("added-by-js")')
+    config = SimpleNamespace(
+        site_dir=str(tmp_path / "site"),
+        docs_dir=str(tmp_path / "docs"),
+        extra_css=["extra.css"],
+    )
     html = (
         '<html><head><title>t</title><link rel="stylesheet" href="theme.css">'
-        '<style type="text/css">.a{color:red}</style>\n<style>.b{}</style></head>'
-        "<body><style>.c{}</style><p>cell</p>"
+        '<style type="text/css">.a{color:red}\n:root{--from-extra:1;--unread:2}</style>\n'
+        "<style>.b{color:blue} .added-by-js{margin:0}</style></head>"
+        '<body><style>.c{color:green}</style><p class="a c">cell</p>'
         '<span style="color: #ffffff; text-decoration-color: #ffffff; '
-        'background-color: #de9ed6">CPU 3</span></body></html>'
+        'background-color: #de9ed6">CPU 3</span>'
+        '<script src=""> </script></body></html>'
     )
+    site_hooks._notebook_css.clear()
+    site_hooks._notebook_classes.clear()
     out = site_hooks.on_post_page(html, page, config)
     assert "<style" not in out
+    assert '<script src="">' not in out  # mkdocs-jupyter's MathJax loader with no URL
     assert (
         '<link rel="stylesheet" href="../../../assets/stylesheets/notebook.css">' in out
     )
-    assert (
-        tmp_path / "assets/stylesheets/notebook.css"
-    ).read_text() == ".a{color:red}\n.b{}\n.c{}"
+    assert "color: #000000; text-decoration-color: #000000" in out  # readable label
+    site_hooks.on_post_build(config)
+    # Kept: rules for classes the page has or a script adds, and the variables extra.css
+    # reads; gone: `.b`, which nothing has, and the variable nothing reads.
+    assert (tmp_path / "site/assets/stylesheets/notebook.css").read_text() == (
+        ".a {color:red}\n:root {--from-extra:1}\n.added-by-js {margin:0}\n.c {color:green}"
+    )
     guide = SimpleNamespace(
         file=SimpleNamespace(src_uri="basics/x.md"), url="basics/x/"
     )
     assert site_hooks.on_post_page(html, guide, config) == html  # guide pages untouched
+
+
+NOTEBOOK_CSS_SAMPLE = """@charset "UTF-8";
+/* a comment { with braces } */
+:root { --used: red; --unused: blue; --chain: var(--used2); --used2: 1px }
+.jupyter-wrapper .jp-Cell, .jupyter-wrapper .lm-Widget { color: var(--used) }
+.jp-Cell:not(.jp-mod-active) .jp-Collapser { margin: 0 }
+[data-mime-type="application/vnd.jupyter.stderr"] { background: url("data:,<b>}</b>") }
+@media (max-width: 760px) { .lm-Widget { display: none } .jp-Cell { padding: 0 } }
+@keyframes spin { from { transform: rotate(0) } to { transform: rotate(1turn) } }
+"""
+
+
+def test_pruning_keeps_the_selectors_the_pages_can_match():
+    pruned = site_hooks.prune_css(
+        NOTEBOOK_CSS_SAMPLE, {"jupyter-wrapper", "jp-Cell", "jp-Collapser"}
+    )
+    assert pruned.splitlines() == [
+        '@charset "UTF-8";',
+        ":root {--used: red; --unused: blue; --chain: var(--used2); --used2: 1px}",
+        # of a selector list, only the selector that can match stays
+        ".jupyter-wrapper .jp-Cell {color: var(--used)}",
+        # a class under :not() is not needed; a dotted attribute value is not a class
+        ".jp-Cell:not(.jp-mod-active) .jp-Collapser {margin: 0}",
+        '[data-mime-type="application/vnd.jupyter.stderr"] '
+        '{background: url("data:,<b>}</b>")}',
+        "@media (max-width: 760px){",
+        ".jp-Cell {padding: 0}",
+        "}",
+        "@keyframes spin{from { transform: rotate(0) } to { transform: rotate(1turn) }}",
+    ]
+    assert site_hooks.prune_css(".lm-Widget { color: red }", {"jp-Cell"}) == ""
+
+
+def test_custom_properties_nothing_reads_are_dropped_until_none_is_left():
+    css = ":root { --used: red; --unused: blue; --chain: var(--used2); --used2: 1px }"
+    # --used2 is read only by --chain, which nothing reads: both go, in two rounds
+    assert site_hooks.drop_unused_properties(css, "p { color: var(--used) }") == (
+        ":root {--used: red}"
+    )
+    assert site_hooks.drop_unused_properties(css) == ""
+
+
+def test_the_built_notebook_stylesheet_is_pruned_and_still_styles_the_cells(
+    built_site,
+):
+    css = (built_site / "assets/stylesheets/notebook.css").read_text("utf-8")
+    assert len(css) < 60_000  # JupyterLab's whole stylesheet is about 590 KB
+    for rule in (".jp-InputArea", ".jp-Notebook", ".highlight-ipynb .k"):
+        assert rule in css
+    assert "lm-DockPanel" not in css  # a JupyterLab widget no static page has
+    page = (built_site / "notebooks/basics/named-sharding/index.html").read_text(
+        "utf-8"
+    )
+    assert "cdnjs" not in page and '<script src="">' not in page
 
 
 def test_notebook_pages_have_no_edit_link():
