@@ -225,6 +225,12 @@ def _luminance(hex_colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
+def contrast(one: str, other: str) -> float:
+    """WCAG contrast ratio of two #rrggbb colours, from 1 to 21."""
+    light, dark = sorted((_luminance(one), _luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
 def readable_text_colour(background: str) -> str:
     """Black or white, whichever has the higher WCAG contrast on `background`."""
     lum = _luminance(background)

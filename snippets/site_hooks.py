@@ -321,8 +321,9 @@ def _needed(selector: str) -> set[str]:
 
 
 # A sharding diagram printed by a notebook's kernel is rich's HTML, with jax's own choice of
-# label colour; on the pages, labels get the black or white that reads on their cell, as the
-# guide pages' diagrams do (snippets/render.py).
+# label colour; on the pages, a label under AA contrast (4.5:1) on its cell gets the black or
+# white that reads there, as the guide pages' diagrams do (snippets/render.py). Colours that
+# already read (a device's colour on a white table) stay.
 _RICH_CELL = re.compile(
     r"color: (#[0-9a-f]{6}); text-decoration-color: #[0-9a-f]{6}; "
     r"background-color: (#[0-9a-f]{6})"
@@ -330,7 +331,9 @@ _RICH_CELL = re.compile(
 
 
 def _readable_cell(match: re.Match) -> str:
-    from snippets.render import readable_text_colour
+    from snippets.render import contrast, readable_text_colour
 
-    text = readable_text_colour(match.group(2))
+    text = match.group(1)
+    if contrast(text, match.group(2)) < 4.5:
+        text = readable_text_colour(match.group(2))
     return f"color: {text}; text-decoration-color: {text}; background-color: {match.group(2)}"

@@ -97,6 +97,21 @@ def test_label_colour_has_the_higher_contrast(background, text):
     assert render.readable_text_colour(background) == text
 
 
+def test_contrast_is_the_wcag_ratio():
+    assert render.contrast("#000000", "#ffffff") == pytest.approx(21)
+    assert render.contrast("#ffffff", "#000000") == pytest.approx(21)
+    assert render.contrast("#777777", "#777777") == pytest.approx(1)
+    assert render.contrast("#767676", "#ffffff") == pytest.approx(4.54, abs=0.01)
+
+
+def test_each_devices_colour_in_the_collectives_tables_reads_on_their_white():
+    from snippets.collectives import diagram
+
+    ink, _, card = diagram.CARD.split()
+    for colour in [*diagram.COLOURS, ink]:
+        assert render.contrast(colour, card) >= 4.5, colour
+
+
 def test_uncoloured_text_in_a_rich_table_follows_the_page_colour():
     from rich.console import Console
     from rich.table import Table

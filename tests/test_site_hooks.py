@@ -260,6 +260,8 @@ def test_notebook_pages_link_one_shared_stylesheet_instead_of_inline_css(tmp_pat
         '<body><style>.c{color:green}</style><p class="a c">cell</p>'
         '<span style="color: #ffffff; text-decoration-color: #ffffff; '
         'background-color: #de9ed6">CPU 3</span>'
+        '<span style="color: #c0392b; text-decoration-color: #c0392b; '
+        'background-color: #ffffff">10 11</span>'
         '<script src=""> </script></body></html>'
     )
     site_hooks._notebook_css.clear()
@@ -270,7 +272,15 @@ def test_notebook_pages_link_one_shared_stylesheet_instead_of_inline_css(tmp_pat
     assert (
         '<link rel="stylesheet" href="../../../assets/stylesheets/notebook.css">' in out
     )
-    assert "color: #000000; text-decoration-color: #000000" in out  # readable label
+    # a label under AA contrast on its cell turns black; a colour that reads there stays
+    assert (
+        "color: #000000; text-decoration-color: #000000; background-color: #de9ed6"
+        in out
+    )
+    assert (
+        "color: #c0392b; text-decoration-color: #c0392b; background-color: #ffffff"
+        in out
+    )
     site_hooks.on_post_build(config)
     # Kept: rules for classes the page has or a script adds, and the variables extra.css
     # reads; gone: `.b`, which nothing has, and the variable nothing reads.

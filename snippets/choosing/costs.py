@@ -187,6 +187,7 @@ def show_table(runs: dict[str, Run], W: int, b: int, A: int) -> None:
     table = Table(
         title="One train step of the MLP, batch 64, per device",
         caption="times: this 2-core CPU machine, 8 virtual devices: relative only",
+        caption_style="italic",  # rich's default dims it to a grey under AA contrast
         title_justify="left",
         show_lines=True,
     )

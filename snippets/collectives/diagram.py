@@ -100,6 +100,8 @@ def show_per_device(before, after, title):
         title=title,
         style=CARD,
         border_style=CARD,
+        header_style=f"bold {CARD}",
+        row_styles=[CARD],  # the cells too: coloured numbers sit on the white
         caption_style="italic",  # rich dims captions to a grey under AA contrast
     )
     table.caption = shapes

@@ -1,7 +1,7 @@
 """The built site in a real browser: every page loads only from the local server, without
 console errors; search, copy buttons and the colour toggle work; diagrams render; axe-core
-finds no accessibility violation of any impact (each page's counts go to axe.txt among the
-artifacts)."""
+finds no accessibility violation of any impact, in the light scheme or the dark one (each
+page's counts go to axe.txt among the artifacts)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,10 @@ def site_pages() -> list[str]:
     return ["" if p == "index" else p.removesuffix("/index") + "/" for p in pages]
 
 
-# Notebook pages come from the guide pages; one of each section is enough to check them.
+# Every guide page (not the home page, not an exercise) is also a notebook page.
+GUIDE_SECTIONS = ("basics", "concepts", "training", "guides")
 NOTEBOOK_PAGES = [
-    "notebooks/basics/named-sharding/",
-    "notebooks/concepts/collectives/",
-    "notebooks/training/data-parallel/",
+    "notebooks/" + p for p in site_pages() if p.split("/")[0] in GUIDE_SECTIONS
 ]
 PAGES = site_pages() + NOTEBOOK_PAGES
 
@@ -205,32 +204,40 @@ def test_diagrams_render_as_svg_with_device_labels(context, base_url):
 @pytest.fixture(scope="module")
 def axe_report():
     """Every page's axe findings, by impact, written to axe.txt among the artifacts."""
-    report: dict[str, dict[str, int]] = {}
+    report: dict[tuple[str, str], dict[str, int]] = {}
     yield report
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     impacts = ("critical", "serious", "moderate", "minor")
-    lines = [f"{'page':48}" + "".join(f"{i:>10}" for i in impacts)]
-    for page, counts in report.items():
+    lines = [f"{'page':48}{'scheme':>8}" + "".join(f"{i:>10}" for i in impacts)]
+    for (page, scheme), counts in sorted(report.items()):
         lines.append(
-            f"{page or '(home)':48}"
+            f"{page or '(home)':48}{scheme:>8}"
             + "".join(f"{counts.get(i, 0):>10}" for i in impacts)
         )
     (ARTIFACTS / "axe.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+# Material follows the reader's system setting on a first visit: "dark" shows the slate scheme.
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("path", PAGES)
 def test_no_accessibility_violations(
-    context, base_url, axe_script: Path, axe_report, path
+    browser, base_url, axe_script: Path, axe_report, path, scheme
 ):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, color_scheme=scheme
+    )
     page, _ = visit(context, base_url + path)
+    expected = "slate" if scheme == "dark" else "default"
+    assert page.evaluate("document.body.dataset.mdColorScheme") == expected
     page.add_script_tag(path=str(axe_script))
     violations = page.evaluate(
         """async () => (await axe.run(document, {resultTypes: ['violations']}))
             .violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
                                    target: v.nodes[0].target.join(' ')}))"""
     )
+    context.close()
     counts: dict[str, int] = {}
     for v in violations:
         counts[v["impact"]] = counts.get(v["impact"], 0) + v["nodes"]
-    axe_report[path] = counts
+    axe_report[path, scheme] = counts
     assert violations == [], violations  # of any impact, minor included

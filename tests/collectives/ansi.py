@@ -2,9 +2,16 @@
 
 import re
 
+from snippets.collectives.diagram import CARD
+
+INK = CARD.split()[0]  # the card's own text colour: a number no device owns
+
 
 def cells(out: str) -> list[list[list[tuple[str, str | None]]]]:
-    """Per device row, per column: the (word, colour) pairs printed in that cell."""
+    """Per device row, per column: the (word, colour) pairs printed in that cell.
+
+    A word in the card's ink, or with no colour at all, is uncoloured (None).
+    """
     rows = []
     for line in out.splitlines():
         if "cpu:" not in line:
@@ -18,6 +25,7 @@ def cells(out: str) -> list[list[list[tuple[str, str | None]]]]:
                     if rgb
                     else None
                 )
+                colour = None if colour == INK else colour
                 continue
             for part in re.split("(│)", token):
                 if part == "│":

@@ -101,3 +101,18 @@ def test_new_numbers_and_integer_results_stay_uncoloured(
     diagram.show_per_device(before, positions, "same values, another dtype")
     for row in cells(capsys.readouterr().out):
         assert {colour for _, colour in row[2]} == {None}
+
+
+def test_every_cell_sits_on_the_white_card_so_it_reads_on_a_dark_page(
+    line_mesh, coloured_tables, capsys
+):
+    before, after = diagram.per_device(
+        lambda b: b[::-1], jnp.asarray(BLOCKS.ravel()), line_mesh
+    )
+    diagram.show_per_device(before, after, "reversed")
+    rows = [line for line in capsys.readouterr().out.splitlines() if "│" in line]
+    assert len(rows) == 9  # the header and a row per device
+    for line in rows:
+        coloured = [c for c in re.findall(r"\x1b\[([\d;]*)m", line) if "38;2;" in c]
+        assert coloured, line
+        assert all("48;2;255;255;255" in code for code in coloured), line
