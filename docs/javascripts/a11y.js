@@ -4,6 +4,7 @@
 // only code, for the expand toggles of sections with an index page and for the button bar of
 // each code block; keyboard access to notebook cells and outputs that scroll sideways. Markers
 // and button bars are created after load, so new ones are named as they appear.
+let codeBars = 0;
 function nameUnnamed() {
   for (const cell of document.querySelectorAll(
     ".highlight-ipynb:not([tabindex]), .jupyter-wrapper pre:not([tabindex])",
@@ -16,17 +17,22 @@ function nameUnnamed() {
     link.setAttribute("aria-label", heading?.textContent.replace("¶", "").trim() || "Section");
   }
   // A section with an index page: its nav is labelled by the expand toggle, which shows only an
-  // icon; it takes the name of the section's link beside it.
-  for (const toggle of document.querySelectorAll("label.md-nav__link[id$='_label']:not([aria-label])")) {
+  // icon; the toggle gets the section's name as hidden text (a <label> may not take an
+  // aria-label).
+  for (const toggle of document.querySelectorAll("label.md-nav__link[id$='_label']")) {
     if (toggle.textContent.trim()) continue;
-    const link = toggle.parentElement?.querySelector("a.md-nav__link");
-    if (link?.textContent.trim()) toggle.setAttribute("aria-label", link.textContent.trim());
+    const name = toggle.parentElement?.querySelector("a.md-nav__link")?.textContent.trim();
+    if (!name) continue;
+    const hidden = document.createElement("span");
+    hidden.className = "a11y-hidden";
+    hidden.textContent = name;
+    toggle.append(hidden);
   }
   // The copy button of each code block sits in a <nav>: a landmark that screen readers list,
   // one per block, so each gets its own name.
-  document.querySelectorAll("nav.md-code__nav").forEach((bar, i) => {
-    if (!bar.hasAttribute("aria-label")) bar.setAttribute("aria-label", `Code block ${i + 1}`);
-  });
+  for (const bar of document.querySelectorAll("nav.md-code__nav:not([aria-label])")) {
+    bar.setAttribute("aria-label", `Code block ${++codeBars}`);
+  }
   const search = document.querySelector(".md-search[role=dialog]:not([aria-label])");
   if (search) search.setAttribute("aria-label", "Search");
   for (const marker of document.querySelectorAll("a.md-annotation__index:not([aria-label])")) {
@@ -34,7 +40,16 @@ function nameUnnamed() {
     marker.setAttribute("aria-label", number ? `Code annotation ${number}` : "Code annotation");
   }
 }
-new MutationObserver(nameUnnamed).observe(document.documentElement, {
+// Once per burst of changes, not once per change: the theme inserts elements one by one.
+let queued = false;
+new MutationObserver(() => {
+  if (queued) return;
+  queued = true;
+  setTimeout(() => {
+    queued = false;
+    nameUnnamed();
+  });
+}).observe(document.documentElement, {
   childList: true,
   subtree: true,
 });
