@@ -200,22 +200,12 @@ def prune_css(css: str, classes: set[str]) -> str:
     selectors do, an `@media` or `@supports` block when all its rules do. Other at-rules
     (`@keyframes`, `@font-face`, ...) are kept whole. Comments are dropped.
     """
-    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
-    kept = []
-    for prelude, body in _css_rules(css):
-        if body is None:
-            kept.append(prelude + ";")
-        elif re.match(r"@(media|supports)\b", prelude):
-            inner = prune_css(body, classes)
-            if inner:
-                kept.append(f"{prelude}{{\n{inner}\n}}")
-        elif prelude.startswith("@"):
-            kept.append(f"{prelude}{{{body}}}")
-        else:
-            selectors = [s for s in _split_top(prelude, ",") if _needed(s) <= classes]
-            if selectors:
-                kept.append(f"{', '.join(selectors)} {{{body}}}")
-    return "\n".join(kept)
+
+    def rule(prelude: str, body: str) -> str | None:
+        selectors = [s for s in _split_top(prelude, ",") if _needed(s) <= classes]
+        return f"{', '.join(selectors)} {{{body}}}" if selectors else None
+
+    return _rewrite_rules(re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL), rule)
 
 
 def drop_unused_properties(css: str, elsewhere: str = "") -> str:
@@ -227,33 +217,39 @@ def drop_unused_properties(css: str, elsewhere: str = "") -> str:
     """
     while True:
         read = set(re.findall(r"var\(\s*(--[\w-]+)", css + "\n" + elsewhere))
-        pruned = _map_declarations(
-            css,
-            lambda d, read=read: (
-                not (d.startswith("--") and d.split(":", 1)[0].strip() not in read)
-            ),
-        )
+
+        def rule(prelude: str, body: str, read=read) -> str | None:
+            declarations = [
+                d
+                for d in _split_top(body, ";")
+                if not d.startswith("--") or d.split(":", 1)[0].strip() in read
+            ]
+            return f"{prelude} {{{'; '.join(declarations)}}}" if declarations else None
+
+        pruned = _rewrite_rules(css, rule)
         if pruned == css:
             return css
         css = pruned
 
 
-def _map_declarations(css: str, keep) -> str:
-    """`css` with only the declarations for which `keep(declaration)` is true."""
+def _rewrite_rules(css: str, rule) -> str:
+    """`css` with each style rule replaced by `rule(prelude, body)`, or dropped on None.
+
+    Rules inside `@media` and `@supports` are rewritten too, and a block left empty goes;
+    statements (`@charset`) and other at-rules (`@keyframes`, ...) are kept as they are.
+    """
     out = []
     for prelude, body in _css_rules(css):
         if body is None:
             out.append(prelude + ";")
         elif re.match(r"@(media|supports)\b", prelude):
-            inner = _map_declarations(body, keep)
+            inner = _rewrite_rules(body, rule)
             if inner:
                 out.append(f"{prelude}{{\n{inner}\n}}")
         elif prelude.startswith("@"):
             out.append(f"{prelude}{{{body}}}")
-        else:
-            declarations = [d for d in _split_top(body, ";") if keep(d)]
-            if declarations:
-                out.append(f"{prelude} {{{'; '.join(declarations)}}}")
+        elif (kept := rule(prelude, body)) is not None:
+            out.append(kept)
     return "\n".join(out)
 
 
