@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import nox
@@ -27,6 +28,28 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "tests", "docs"]
 
 ROOT = Path(__file__).resolve().parent
+
+
+def find_python(minimum: tuple[int, int]) -> str | None:
+    """The oldest installed Python `X.Y` at or above `minimum`, as nox names interpreters.
+
+    The oldest, because the pins are tested on the lowest Python they support. An interpreter
+    counts only if it starts: pyenv leaves shims for versions it does not activate.
+    """
+    for minor in range(minimum[1], 20):
+        version = f"{minimum[0]}.{minor}"
+        try:
+            subprocess.run(
+                [f"python{version}", "-c", ""], check=True, capture_output=True
+            )
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        return version
+    return None
+
+
+# JAX 0.12 needs Python 3.12 or newer (pyproject's requires-python).
+PYTHON = find_python((3, 12)) or "3.12"
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 # Material prints a long notice on every build; one line in the README is enough.
 QUIET = {"NO_MKDOCS_2_WARNING": "1"}
@@ -69,7 +92,7 @@ def install(session: nox.Session, group: str) -> None:
     stamp.write_text(wanted)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole tree."""
     install(session, "lint")
@@ -90,7 +113,7 @@ def lint(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """pytest: tests/ and every Python fence in docs/ (one program per page).
 
@@ -120,7 +143,7 @@ def npm_install(session: nox.Session, package: str) -> None:
     )
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def browser(session: nox.Session) -> None:
     """Drive Chromium over the built site (see tests/browser); skips, saying why, without it."""
     install(session, "browser")
@@ -128,7 +151,7 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "tests/browser", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def lighthouse(session: nox.Session) -> None:
     """Print Lighthouse scores for the home page and two guide pages (a benchmark, not a test)."""
     install(session, "docs")
@@ -136,7 +159,7 @@ def lighthouse(session: nox.Session) -> None:
     session.run("python", "tests/bench_lighthouse.py", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def latest(session: nox.Session) -> None:
     """The tests and a strict build against the newest releases, pins lifted.
 
@@ -152,7 +175,7 @@ def latest(session: nox.Session) -> None:
     session.run("pytest", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Run the pages' code on 8 virtual CPU devices (cached), then build the site strictly.
 
@@ -163,7 +186,7 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def notebooks(session: nox.Session) -> None:
     """Write every guide page's notebook into docs/notebooks/ (CI publishes them for Colab)."""
     install(session, "docs")
@@ -193,14 +216,14 @@ def serve(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Print build timings: cold, warm, one snippet edited, and a plain mkdocs build."""
     install(session, "docs")
     session.run("python", "tests/bench_build.py", *session.posargs, env=QUIET)
 
 
-@nox.session
+@nox.session(python=PYTHON)
 def check(session: nox.Session) -> None:
     """Grade an exercise: `nox -s check -- <exercise> <your_file.py>` (see docs/exercises/).
 

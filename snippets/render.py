@@ -188,9 +188,10 @@ def _debugging():
 def _distinct_colours():
     """Give every block of a diagram its own colour, and labels the contrast to read them.
 
-    jax 0.10.2 walks its colour map in steps of n/2 + 1, which for a 2-way (or 6-way) split
-    lands on the same colour again, so both halves of an array look like one block; and it
-    writes white on some light colours. Only colours change: layout and labels are jax's own.
+    jax before 0.12 walked its colour map in steps of n/2 + 1, which for a 2-way (or 6-way)
+    split lands on the same colour again, so both halves of an array looked like one block
+    (0.12 fixed the step; the same colours on every release keep diagrams comparable). Its
+    label colour uses a brightness cut-off, which writes white on some light colours. Only colours change: layout and labels are jax's own.
     Returns what it replaced.
     """
     debugging = _debugging()

@@ -61,7 +61,7 @@ def test_svg_is_cropped_to_the_drawn_cells(mesh):
 
 
 def test_each_block_of_a_two_way_split_has_its_own_colour(mesh):
-    # jax 0.10.2 alone would paint both halves the same colour.
+    # jax before 0.12 alone would paint both halves the same colour.
     with render.capture() as captured:
         jax.debug.visualize_sharding((8, 8), NamedSharding(mesh, P("x")))
     assert len(set(fills(captured.chunks[0].svg))) == 2

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 import jax
+import numpy as np
 import rich
 from jax import P
 from jax.sharding import Mesh, NamedSharding
@@ -34,8 +35,23 @@ def hlo_ops(compiled):
         computation = rf"^%?{re.escape(name)} .*?^}}"
         body = re.search(computation, hlo, re.M | re.S).group()
         combiners += re.findall(r"ROOT \S+ = \S+ ([\w-]+)\(", body)
-    talking = r"(?:replica_groups|source_target_pairs)=(\{[\d{},]*\})"
-    return ops, combiners, re.findall(talking, hlo)
+    talking = (
+        r"(?:replica_groups|source_target_pairs)=(mesh\[.*?\] \{.*?\}|\{[\d{},]*\})"
+    )
+    return ops, combiners, [device_groups(g) for g in re.findall(talking, hlo)]
+
+
+def device_groups(groups: str) -> str:
+    """Write `mesh['x'=2,'y'=4] {'y'}` as the device ids of each group."""
+    if not groups.startswith("mesh["):  # (3)!
+        return groups  # already ids, as in {{0,1},{1,2},...}
+    axes, talking = groups.split("] ")
+    sizes = {name: int(n) for name, n in re.findall(r"'(\w+)'=(\d+)", axes)}
+    ids = np.arange(np.prod(list(sizes.values()))).reshape(list(sizes.values()))
+    talk = [list(sizes).index(name) for name in re.findall(r"'(\w+)'", talking)]
+    size = int(np.prod([ids.shape[a] for a in talk]))  # devices in one group
+    rows = np.moveaxis(ids, talk, range(-len(talk), 0)).reshape(-1, size)
+    return "{" + ",".join("{" + ",".join(map(str, row)) + "}" for row in rows) + "}"
 
 
 # --8<-- [end:hlo-ops]

@@ -110,11 +110,9 @@ def out_specs_replicated_fix(line: Mesh, x: jax.Array) -> tuple[jax.Array, jax.A
     print(jax.typeof(split), split)
 
     def gathered(v):
-        return jax.lax.all_gather(2 * v, "x", tiled=True)  # (2)!
+        return jax.lax.all_gather(2 * v, "x", tiled=True, to="invarying")  # (2)!
 
-    everywhere = jax.shard_map(
-        gathered, mesh=line, in_specs=P("x"), out_specs=P(), check_vma=False
-    )(x)
+    everywhere = jax.shard_map(gathered, mesh=line, in_specs=P("x"), out_specs=P())(x)
     print(jax.typeof(everywhere), everywhere)
     # --8<-- [end:out-specs-replicated-fix]
     return split, everywhere

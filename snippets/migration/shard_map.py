@@ -1,7 +1,7 @@
 """shard_map, then and now: jax.experimental.shard_map, check_rep, pvary and pmap.
 
 Old spellings appear here on purpose, each inside `warnings.catch_warnings` or `try`, so
-that the page shows what JAX 0.10.2 says about them.
+that the page shows what the pinned JAX says about them.
 
 Run `python -m snippets.migration.shard_map` to print what the page shows.
 """

@@ -19,7 +19,7 @@ def test_the_hlo_gathers_along_y_then_x_with_per_device_shapes(x, auto_mesh, cap
     capsys.readouterr()
     lines = compiled_program.hlo_lines(x, auto_mesh)
     assert len(lines) == 2
-    assert "f32[4,4]" in lines[0] and lines[0].endswith("{'axis_1'}")
-    assert "f32[8,4]" in lines[1] and lines[1].endswith("{'axis_0'}")
-    assert all("over mesh['axis_0'=2,'axis_1'=4]" in line for line in lines)
+    assert "f32[4,4]" in lines[0] and lines[0].endswith("{'y'}")
+    assert "f32[8,4]" in lines[1] and lines[1].endswith("{'x'}")
+    assert all("over mesh['x'=2,'y'=4]" in line for line in lines)
     assert capsys.readouterr().out.splitlines() == lines

@@ -91,3 +91,34 @@ def test_pmean_is_an_add_all_reduce_then_a_multiply(line_mesh):
     total = compiled_text(lambda b: jax.lax.psum(b, "x"))
     assert re.search(r"\smultiply\(", mean)  # by 1/8, on each device
     assert not re.search(r"\smultiply\(", total)
+
+
+@pytest.mark.parametrize(
+    ("groups", "ids"),
+    [
+        ("mesh['x'=8] {'x'}", EVERYONE),
+        ("mesh['x'=2,'y'=4] {'y'}", "{{0,1,2,3},{4,5,6,7}}"),
+        ("mesh['x'=2,'y'=4] {'x'}", "{{0,4},{1,5},{2,6},{3,7}}"),
+        ("mesh['x'=2,'y'=4] {'x','y'}", EVERYONE),
+        ("{{0,1},{1,2}}", "{{0,1},{1,2}}"),
+    ],
+)
+def test_mesh_axis_groups_become_device_ids(groups, ids):
+    assert hlo_table.device_groups(groups) == ids
+
+
+def test_the_cpu_program_names_groups_by_mesh_axis(line_mesh):
+    """The page's annotation says so; a release that changes the syntax fails here."""
+    import jax
+    from jax import P
+
+    total = jax.jit(
+        jax.shard_map(
+            lambda b: jax.lax.psum(b, "x"),
+            mesh=line_mesh,
+            in_specs=P("x"),
+            out_specs=P(),
+        )
+    )
+    x = jax.device_put(jax.numpy.arange(8.0), jax.NamedSharding(line_mesh, P("x")))
+    assert "replica_groups=mesh['x'=8] {'x'}" in total.lower(x).compile().as_text()

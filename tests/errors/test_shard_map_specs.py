@@ -96,16 +96,29 @@ def test_join_the_blocks_or_skip_the_check(line_mesh, x, capsys):
     assert capsys.readouterr().out.splitlines()[1].startswith("float32[8] ")
 
 
-def test_all_gather_is_still_typed_varying(line_mesh, x):
+def test_all_gather_is_typed_varying_unless_asked_for_invarying(line_mesh, x):
     seen = {}
 
     def body(v):
         seen["all_gather"] = str(jax.typeof(jax.lax.all_gather(v, "x", tiled=True)))
+        invarying = jax.lax.all_gather(v, "x", tiled=True, to="invarying")
+        seen["invarying"] = str(jax.typeof(invarying))
         seen["psum"] = str(jax.typeof(jax.lax.psum(v, "x")))
         return v
 
     jax.shard_map(body, mesh=line_mesh, in_specs=P("x"), out_specs=P("x"))(x)
-    assert seen == {"all_gather": "float32[8]{V:x}", "psum": "float32[1]"}
+    assert seen == {
+        "all_gather": "float32[8]{V:x}",
+        "invarying": "float32[8]",
+        "psum": "float32[1]",
+    }
+
+
+def test_the_fix_keeps_the_check_on():
+    import inspect
+
+    source = inspect.getsource(shard_map_specs.out_specs_replicated_fix)
+    assert "check_vma" not in source and 'to="invarying"' in source
 
 
 def test_an_axis_name_outside_shard_map(x, capsys):
