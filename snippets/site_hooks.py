@@ -20,6 +20,7 @@ if str(ROOT) not in sys.path:
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
+from docs_build.versions import pages as version_pages  # noqa: E402
 from snippets import notebooks, outputs  # noqa: E402
 from snippets.devices import CACHE_SETTINGS  # noqa: E402
 
@@ -70,20 +71,34 @@ def on_files(files, config):
 
 def on_page_markdown(markdown, page, config, files):
     result = _results.get(page.file.src_uri)
-    if result is None:
-        return markdown
-    blocks = outputs.page_blocks(Path(page.file.abs_src_path))
-    if len(blocks) != len(result.blocks):
+    blocks = outputs.page_blocks(Path(page.file.abs_src_path)) if result else []
+    if result is not None and len(blocks) != len(result.blocks):
         raise PluginError(
             f"{page.file.src_uri}: its outputs are out of date; build again."
         )
     lines = markdown.split("\n")
-    for block, chunks in reversed(list(zip(blocks, result.blocks, strict=True))):
+    ran = result.blocks if result else []
+    for block, chunks in reversed(list(zip(blocks, ran, strict=True))):
         shown = [chunk_markdown(chunk) for chunk in chunks]
         if shown:
             at = after_annotations(lines, block.end_line)
             lines[at:at] = ["", *"\n\n".join(shown).split("\n"), ""]
-    return "\n".join(lines)
+    # Last, because they change line numbers: version numbers and tables from the version
+    # matrix, and a note under the title when the code needs a newer release.
+    try:
+        markdown = version_pages.fill("\n".join(lines), page.file.src_uri)
+        code = "\n".join(block.source for block in blocks)
+        link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
+        note = version_pages.needs_note(code, link)
+    except version_pages.VersionsError as err:
+        raise PluginError(str(err)) from None
+    if note:
+        title, _, rest = markdown.partition("\n")
+        markdown = f"{title}\n\n{note}\n{rest}"
+    return markdown
+
+
+COMPATIBILITY = "guides/compatibility.md"
 
 
 def after_annotations(lines: list[str], at: int) -> int:

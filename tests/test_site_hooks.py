@@ -43,7 +43,7 @@ def built_site(tmp_path_factory):
 @pytest.fixture
 def tree_copy(tmp_path, built_site):
     """The site's sources and its warm output cache, copied where a test may break them."""
-    for name in ("docs", "snippets"):
+    for name in ("docs", "snippets", "docs_build"):
         shutil.copytree(
             ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__")
         )

@@ -1,0 +1,264 @@
+"""What the pages show of the version matrix (results.json, written by `nox -s versions`).
+
+Pages ask for generated text with HTML comments, which the build replaces before rendering
+(`fill`), so that no version number on a page is typed by hand:
+
+    <!-- version: jax -->            the pinned (installed) version of a package
+    <!-- probe: pvary -->             three table cells: what the old spelling does on the pinned
+                                      versions, the release it was deprecated in, and the
+                                      release it was removed (or its result changed) in
+    <!-- deprecated: pvary -->        one of those versions, in prose
+    <!-- removed: pvary -->
+    <!-- changed: axis-types -->
+    <!-- added: jax-shard-map -->
+    <!-- generated: NAME -->          a whole block: `pip-install`, `matrix-versions`,
+                                      `compatibility-api`, `compatibility-old`,
+                                      `compatibility-error`
+
+`needs_note(code)` is the note a page gets when its code needs something newer than the
+oldest release line in the matrix.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.metadata
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from docs_build.versions.probes import PROBES, Probe
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+MARKER = re.compile(
+    r"<!-- (version|probe|deprecated|removed|changed|added|generated): ([\w.-]+) -->"
+)
+SHOWN = ("jax", "flax", "optax")
+BY_ID = {p.id: p for p in PROBES}
+
+
+class VersionsError(ValueError):
+    """A page asked for something the matrix does not have."""
+
+
+@cache
+def load() -> dict:
+    return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+def probed() -> list[dict]:
+    """The matrix's columns that ran, oldest JAX first."""
+    return [row for row in load()["versions"] if row["status"] == "probed"]
+
+
+def pinned() -> dict[str, str]:
+    """The installed versions the site is built with."""
+    return {name: importlib.metadata.version(name) for name in SHOWN}
+
+
+def pinned_row() -> dict:
+    jax = pinned()["jax"]
+    for row in probed():
+        if row["jax"] == jax:
+            return row
+    raise VersionsError(
+        f"docs_build/versions/results.json has no column for the pinned jax {jax}: "
+        "run `nox -s versions` and commit the result."
+    )
+
+
+@dataclass(frozen=True)
+class History:
+    added: str | None  # first release (in the matrix) from which it runs, to the newest
+    deprecated: str | None  # first release where it warns
+    removed: str | None  # first release from which it raises again, having run before
+    changed: str | None  # last release whose value differs from the one before
+
+
+def _label(row: dict, package: str, first: bool) -> str:
+    version = row["packages"][package]
+    name = "JAX" if package == "jax" else "Flax"
+    # The matrix holds the latest patch of each JAX line; before its first line we know nothing.
+    return f"{name} {version}" + (" or earlier" if first else "")
+
+
+def history(probe_id: str) -> History:
+    p = BY_ID[probe_id]
+    rows = probed()
+    states = [row["results"].get(probe_id) for row in rows]
+    if any(s is None for s in states):
+        missing = [row["jax"] for row, s in zip(rows, states, strict=True) if s is None]
+        raise VersionsError(f"probe {probe_id!r} has no result for jax {missing}")
+    runs = [s["outcome"] != "raises" for s in states]
+
+    def at(i):
+        return _label(rows[i], p.package, i == 0)
+
+    added = deprecated = removed = changed = None
+    if runs[-1]:
+        i = len(runs) - 1
+        while i > 0 and runs[i - 1]:
+            i -= 1
+        added = at(i)
+    warns = [i for i, s in enumerate(states) if s["outcome"] == "warns"]
+    if warns:
+        deprecated = at(warns[0])
+    if not runs[-1] and any(runs):
+        i = len(runs) - 1
+        while runs[i - 1] is False:
+            i -= 1
+        removed = at(i)
+    values = [s.get("value") for s in states]
+    for i in range(1, len(values)):
+        if runs[i] and runs[i - 1] and values[i] != values[i - 1]:
+            changed = at(i)
+    return History(added, deprecated, removed, changed)
+
+
+def outcome_text(result: dict) -> str:
+    """One cell: what a probe did, in a few words."""
+    if result["outcome"] == "raises":
+        text = f"`{result['exception']}`"
+        if "warning" in result:
+            text = f"warns, then {text}"
+        return text
+    value = f": {result['value']}" if "value" in result else ""
+    return ("warns, runs" if result["outcome"] == "warns" else "runs") + value
+
+
+def _cell(result: dict) -> str:
+    text = outcome_text(result)
+    message = result.get("message") or result.get("warning_message")
+    if not message:
+        return text
+    return f'<span title="{html.escape(message, quote=True)}">{text}</span>'
+
+
+def probe_cells(probe_id: str) -> str:
+    if probe_id not in BY_ID:
+        raise VersionsError(
+            f"no probe named {probe_id!r} (docs_build/versions/probes.py)"
+        )
+    h = history(probe_id)
+    now = _cell(pinned_row()["results"][probe_id])
+    last = h.removed or (f"result changed in {h.changed}" if h.changed else "")
+    return f"{now} | {h.deprecated or ''} | {last}"
+
+
+def compatibility_table(group: str) -> str:
+    rows = load()["versions"]
+    header = ["What"] + [
+        f"JAX {r['jax']}<br>Flax {r['packages']['flax']}"
+        if r["status"] == "probed"
+        else f"JAX {r['jax']}"
+        for r in rows
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for p in PROBES:
+        if p.group != group:
+            continue
+        cells = [p.title]
+        for r in rows:
+            if r["status"] != "probed":
+                cells.append(
+                    f'<span title="{html.escape(r.get("reason", ""))}">{r["status"]}</span>'
+                )
+            else:
+                cells.append(_cell(r["results"][p.id]))
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def matrix_versions() -> str:
+    """A sentence: which releases the matrix holds, and when it was made."""
+    data = load()
+    parts = []
+    for r in data["versions"]:
+        if r["status"] == "probed":
+            pk = r["packages"]
+            parts.append(
+                f"JAX {pk['jax']} with Flax {pk['flax']} and Optax {pk['optax']}"
+            )
+        else:
+            parts.append(f"JAX {r['jax']} ({r['status']})")
+    return (
+        f"The matrix was made on {data['generated']}, in {data['seconds']} s, from "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def pip_install() -> str:
+    pins = " ".join(f'"{k}=={v}"' for k, v in pinned().items())
+    return f"```{{.bash}}\npip install {pins} rich matplotlib\n```"
+
+
+GENERATED = {
+    "pip-install": pip_install,
+    "matrix-versions": matrix_versions,
+    "compatibility-api": lambda: compatibility_table("api"),
+    "compatibility-old": lambda: compatibility_table("old"),
+    "compatibility-error": lambda: compatibility_table("error"),
+}
+
+
+def fill(markdown: str, where: str) -> str:
+    """Replace every marker in a page's Markdown; an unknown one names the page."""
+
+    def replace(m: re.Match) -> str:
+        kind, name = m.groups()
+        try:
+            if kind == "version":
+                return pinned()[name]
+            if kind == "probe":
+                return probe_cells(name)
+            if kind == "generated":
+                if name not in GENERATED:
+                    raise VersionsError(
+                        f"no generated block {name!r}; known: {sorted(GENERATED)}"
+                    )
+                return GENERATED[name]()
+            if name not in BY_ID:
+                raise VersionsError(f"no probe named {name!r}")
+            found = getattr(history(name), kind)
+            if found is None:
+                raise VersionsError(f"probe {name!r} was never {kind} in the matrix")
+            return found
+        except (VersionsError, KeyError) as err:
+            raise VersionsError(f"{where}: {m.group(0)}: {err}") from None
+
+    return MARKER.sub(replace, markdown)
+
+
+def needs(code: str) -> list[tuple[Probe, str]]:
+    """The APIs a page's code uses that the oldest release line in the matrix lacks."""
+    found = []
+    for p in PROBES:
+        if p.uses and re.search(p.uses, code):
+            added = history(p.id).added
+            if added and not added.endswith("or earlier"):
+                found.append((p, added))
+    return found
+
+
+def needs_note(code: str, compatibility_link: str) -> str:
+    """A short admonition naming what the page's code needs, or '' when it runs on all."""
+    found = needs(code)
+    if not found:
+        return ""
+
+    def key(label: str) -> list[int]:
+        return [int(x) for x in re.findall(r"\d+", label)]
+
+    newest: dict[str, str] = {}
+    for p, added in found:
+        if p.package not in newest or key(added) > key(newest[p.package]):
+            newest[p.package] = added
+    uses = "; ".join(f"{p.title.split(', ')[0]} from {added}" for p, added in found)
+    return (
+        f'??? info "Needs {" and ".join(newest.values())} or newer"\n'
+        f"    The code on this page uses {uses}. Older releases fail on it; "
+        f"[the compatibility matrix]({compatibility_link}) shows what each release has.\n"
+    )

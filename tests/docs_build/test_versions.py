@@ -1,0 +1,254 @@
+"""The version matrix: its committed result matches the pins, covers every probe and every row
+the migration page shows, and the pages read it without typing a version by hand."""
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from docs_build.versions import matrix, pages, probes
+
+ROOT = Path(__file__).resolve().parents[2]
+MIGRATION = ROOT / "docs" / "guides" / "migration.md"
+COMPATIBILITY = ROOT / "docs" / "guides" / "compatibility.md"
+
+
+def pins() -> dict[str, str]:
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    found = {}
+    for requirement in groups["examples"]:
+        name, _, version = requirement.partition("==")
+        found[name] = version
+    return found
+
+
+def test_the_committed_matrix_has_a_column_for_the_pins():
+    """Moving a pin without running `nox -s versions` fails here."""
+    newest = pages.probed()[-1]
+    for name in ("jax", "jaxlib", "flax", "optax"):
+        assert newest["packages"][name] == pins()[name], (
+            f"results.json was made with {name} {newest['packages'][name]}, the pin is "
+            f"{pins()[name]}: run `nox -s versions` and commit the result"
+        )
+    assert pages.pinned_row() is newest
+
+
+def test_the_matrix_holds_at_least_nine_jax_lines_with_real_outcomes():
+    rows = pages.probed()
+    assert len(rows) >= 9
+    lines = [tuple(int(x) for x in r["jax"].split(".")[:2]) for r in rows]
+    assert lines == sorted(set(lines)), "one column per minor line, oldest first"
+    assert rows[0]["jax"] == "0.4.38"
+    for row in rows:
+        outcomes = {r["outcome"] for r in row["results"].values()}
+        assert outcomes <= {"works", "warns", "raises"}
+        assert "raises" in outcomes and "works" in outcomes
+
+
+def test_every_probe_has_a_result_in_every_column():
+    """Adding a probe without running `nox -s versions` fails here."""
+    ids = [p.id for p in probes.PROBES]
+    assert len(ids) == len(set(ids))
+    for row in pages.probed():
+        assert sorted(row["results"]) == sorted(ids), row["jax"]
+
+
+def test_every_migration_row_has_a_probe_and_no_typed_version():
+    text = MIGRATION.read_text(encoding="utf-8")
+    table = text[text.index("## At a glance") : text.index("## Setup")]
+    rows = [line for line in table.splitlines() if line.startswith("| [")]
+    assert len(rows) >= 20
+    for row in rows:
+        found = re.findall(r"<!-- probe: ([\w-]+) -->", row)
+        assert len(found) == 1, row
+        assert found[0] in pages.BY_ID, row
+        assert pages.BY_ID[found[0]].group == "old"
+    # Every version number on the page comes from a marker.
+    prose = re.sub(r"<!-- [^>]* -->", "", text)
+    assert not re.findall(r"\b\d+\.\d+\.\d+\b", prose)
+
+
+def test_the_migration_table_fills_three_cells_per_row():
+    filled = pages.fill(MIGRATION.read_text(encoding="utf-8"), "guides/migration.md")
+    assert "<!--" not in filled.split("## Setup")[0]
+    table = filled[filled.index("| Old spelling") : filled.index("## Setup")]
+    for line in table.strip().splitlines():
+        assert len(cells(line)) == 5, line
+
+
+def test_the_pinned_column_agrees_with_a_fresh_run_of_the_probes(tmp_path):
+    """The committed results for the pinned versions are what these versions do today."""
+    out = tmp_path / "probes.json"
+    env = {**os.environ, **matrix.DEVICES}
+    subprocess.run(
+        [sys.executable, str(Path(probes.__file__)), str(out)],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    fresh = json.loads(out.read_text())["results"]
+    committed = pages.pinned_row()["results"]
+
+    def essence(result):
+        return {k: result.get(k) for k in ("outcome", "exception", "value", "warning")}
+
+    assert {k: essence(v) for k, v in fresh.items()} == {
+        k: essence(v) for k, v in committed.items()
+    }
+
+
+def cells(row: str) -> list[str]:
+    """A Markdown table row's cells; hover texts, which may hold anything, taken out."""
+    row = re.sub(r'<span title="[^"]*">', "", row).replace("\\|", "")
+    return row.strip().strip("|").split("|")
+
+
+def fake_results(monkeypatch, outcomes, values=None, package="jax"):
+    versions = []
+    for i, outcome in enumerate(outcomes):
+        result = {"outcome": outcome}
+        if outcome == "raises":
+            result["exception"] = "AttributeError"
+        if values:
+            result["value"] = values[i]
+        versions.append(
+            {
+                "jax": f"0.{i + 4}.0",
+                "status": "probed",
+                "packages": {"jax": f"0.{i + 4}.0", "flax": f"0.1{i}.0"},
+                "results": {p.id: result for p in probes.PROBES},
+            }
+        )
+    monkeypatch.setattr(pages, "load", lambda: {"versions": versions})
+    probe = dataclasses.replace(pages.BY_ID["pvary"], package=package)
+    monkeypatch.setitem(pages.BY_ID, "pvary", probe)
+
+
+def test_history_reads_added_deprecated_and_removed(monkeypatch):
+    fake_results(monkeypatch, ["raises", "works", "warns", "warns", "raises", "raises"])
+    h = pages.history("pvary")
+    assert h == pages.History(
+        added=None, deprecated="JAX 0.6.0", removed="JAX 0.8.0", changed=None
+    )
+
+
+def test_history_of_an_api_that_arrived(monkeypatch):
+    fake_results(monkeypatch, ["raises", "raises", "works", "works"])
+    h = pages.history("pvary")
+    assert (h.added, h.removed, h.deprecated) == ("JAX 0.6.0", None, None)
+
+
+def test_history_before_the_first_column_is_not_invented(monkeypatch):
+    fake_results(monkeypatch, ["warns", "raises"])
+    h = pages.history("pvary")
+    assert h.deprecated == "JAX 0.4.0 or earlier"
+    assert h.removed == "JAX 0.5.0"
+
+
+def test_history_of_a_changed_value(monkeypatch):
+    fake_results(monkeypatch, ["works"] * 3, values=["Auto", "Auto", "Explicit"])
+    assert pages.history("pvary").changed == "JAX 0.6.0"
+
+
+def test_not_installable_columns_are_shown_as_such(monkeypatch):
+    fake_results(monkeypatch, ["works", "raises"])
+    data = pages.load()
+    data["versions"].append(
+        {
+            "jax": "0.9.0",
+            "status": "not installable here",
+            "reason": "needs Python 3.14",
+        }
+    )
+    table = pages.compatibility_table("old")
+    assert "JAX 0.9.0" in table and "not installable here" in table
+    assert pages.history("pvary").removed == "JAX 0.5.0"
+
+
+def test_unknown_markers_fail_naming_the_page():
+    with pytest.raises(
+        pages.VersionsError, match=r"guides/x\.md.*no probe named 'nope'"
+    ):
+        pages.fill("<!-- probe: nope -->", "guides/x.md")
+    with pytest.raises(pages.VersionsError, match=r"guides/x\.md.*no generated block"):
+        pages.fill("<!-- generated: nope -->", "guides/x.md")
+    with pytest.raises(pages.VersionsError, match=r"was never removed"):
+        pages.fill("<!-- removed: pmap -->", "guides/x.md")
+
+
+def test_pinned_versions_are_filled_from_the_installed_packages():
+    import flax
+    import jax
+
+    assert pages.fill("<!-- version: jax --> <!-- version: flax -->", "p") == (
+        f"{jax.__version__} {flax.__version__}"
+    )
+    assert f'"jax=={jax.__version__}"' in pages.fill(
+        "<!-- generated: pip-install -->", "p"
+    )
+
+
+def test_a_page_that_needs_a_newer_release_is_told_so():
+    note = pages.needs_note("y = jax.reshard(x, P())\nz = jax.typeof(y)\n", "c.md")
+    added = pages.history("reshard").added
+    assert note.startswith(f'??? info "Needs {added} or newer"')
+    assert "`jax.reshard` from " + added in note
+    assert "(c.md)" in note
+    assert pages.needs_note("y = x + 1\n", "c.md") == ""
+
+
+def test_the_compatibility_page_shows_every_probe_in_every_column():
+    filled = pages.fill(
+        COMPATIBILITY.read_text(encoding="utf-8"), "guides/compatibility.md"
+    )
+    rows = [line for line in filled.splitlines() if line.startswith("| ")]
+    columns = len(pages.load()["versions"])
+    body = [r for r in rows if not r.startswith("| What")]
+    assert len(body) == len(probes.PROBES)
+    for row in body:
+        assert len(cells(row)) == columns + 1, row
+
+
+def test_release_lines_take_the_latest_patch_and_resolve_at_the_next_line():
+    releases = [
+        {"version": v, "uploaded": t, "requires_python": ""}
+        for v, t in [
+            ("0.4.37", "2024-12-10"),
+            ("0.4.38", "2024-12-17"),
+            ("0.5.0", "2025-01-17"),
+            ("0.5.3", "2025-03-19"),
+            ("0.8.2", "2025-12-18"),
+            ("0.9.0", "2026-01-20"),
+            ("0.8.3", "2026-01-29"),  # a patch after the next line began
+        ]
+    ]
+    releases.sort(key=lambda r: [int(x) for x in r["version"].split(".")])
+    lines = matrix.release_lines(releases, "0.4.38")
+    assert [(r["version"], r["resolve_at"]) for r in lines] == [
+        ("0.4.38", "2025-01-17"),
+        ("0.5.3", "2025-12-18"),
+        ("0.8.3", "2026-01-29"),
+        ("0.9.0", None),
+    ]
+
+
+def test_the_interpreter_is_chosen_from_what_a_release_requires():
+    assert matrix.choose_python(">=3.10", ["3.11", "3.12", "3.13"]) == "3.12"
+    assert matrix.choose_python(">=3.13", ["3.11", "3.12", "3.13"]) == "3.13"
+    assert matrix.choose_python(">=3.14", ["3.12", "3.13"]) is None
+
+
+def test_a_release_that_needs_a_missing_python_is_not_installable_here():
+    row = matrix.build_and_probe(
+        {"version": "9.9", "resolve_at": None, "requires_python": ">=3.99"}, ["3.12"]
+    )
+    assert row["status"] == "not installable here"
+    assert "needs Python >=3.99" in row["reason"]
+    assert "results" not in row
