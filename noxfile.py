@@ -5,7 +5,7 @@
     nox -s tests    the snippets' tests and every Python block the pages show
     nox -s lint     ruff check, ruff format --check, actionlint on the CI workflow
     nox -s browser  the built site in Chromium: requests, console, search, copy, colours, axe
-    nox -s latest   the tests and a strict build against the newest releases (pins lifted)
+    nox -s latest   the tests and a strict build against the newest jax, flax and optax
     nox -s versions probe what the site teaches under every JAX release line (minutes)
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
     nox -s lighthouse   Lighthouse scores of three pages in Chromium
@@ -31,22 +31,22 @@ nox.options.sessions = ["lint", "tests", "docs"]
 ROOT = Path(__file__).resolve().parent
 
 
+def starts(version: str) -> bool:
+    """Whether `pythonX.Y` runs here: pyenv leaves shims for versions it does not activate."""
+    try:
+        subprocess.run([f"python{version}", "-c", ""], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return True
+
+
 def find_python(minimum: tuple[int, int]) -> str | None:
     """The oldest installed Python `X.Y` at or above `minimum`, as nox names interpreters.
 
-    The oldest, because the pins are tested on the lowest Python they support. An interpreter
-    counts only if it starts: pyenv leaves shims for versions it does not activate.
+    The oldest, because the pins are tested on the lowest Python they support.
     """
-    for minor in range(minimum[1], 20):
-        version = f"{minimum[0]}.{minor}"
-        try:
-            subprocess.run(
-                [f"python{version}", "-c", ""], check=True, capture_output=True
-            )
-        except (OSError, subprocess.CalledProcessError):
-            continue
-        return version
-    return None
+    versions = (f"{minimum[0]}.{minor}" for minor in range(minimum[1], 20))
+    return next((v for v in versions if starts(v)), None)
 
 
 # JAX 0.12 needs Python 3.12 or newer (pyproject's requires-python).
@@ -160,20 +160,113 @@ def lighthouse(session: nox.Session) -> None:
     session.run("python", "tests/bench_lighthouse.py", *session.posargs, env=QUIET)
 
 
-@nox.session(python=PYTHON)
-def latest(session: nox.Session) -> None:
-    """The tests and a strict build against the newest releases, pins lifted.
+# What `latest` lifts: the packages whose releases change what the examples do.
+LIFTED = ("jax", "jaxlib", "flax", "optax")
 
-    Run on a schedule in CI, so that a release that changes what an example does is caught
-    before readers meet it. The first lines printed are the versions it ran with.
+
+def newest_release(name: str) -> tuple[str, str]:
+    """The newest release of a package on the registry, and the Python it requires."""
+    import json
+    import urllib.request
+
+    registry = os.environ.get("PYPI_JSON_URL", "https://pypi.org/pypi")
+    with urllib.request.urlopen(f"{registry}/{name}/json", timeout=60) as response:
+        info = json.load(response)
+    version = info["info"]["version"]
+    files = info["releases"].get(version) or info.get("urls") or []
+    requires = next(
+        (f["requires_python"] for f in files if f.get("requires_python")), ""
+    )
+    return version, requires or info["info"].get("requires_python") or ""
+
+
+@nox.session(venv_backend="none")
+def latest(session: nox.Session) -> None:
+    """All tests and a strict build against the newest jax, jaxlib, flax and optax.
+
+    The registry is asked for the newest release of each; the environment gets the oldest
+    Python those releases accept (not the pins' Python), the other packages stay pinned. Run
+    on a schedule in CI, so that a release that changes what an example does is caught before
+    readers meet it: every page's outputs are compared with the reviewed snapshots, and a
+    change fails with its diff.
     """
-    names = [
-        re.split(r"[=<>!~;\[ ]", requirement, maxsplit=1)[0]
-        for requirement in nox.project.dependency_groups(PYPROJECT, "tests")
+    from packaging.specifiers import SpecifierSet
+
+    newest = {name: newest_release(name) for name in LIFTED}
+    needs = SpecifierSet(",".join(r for _, r in newest.values() if r))
+    candidates = (f"3.{minor}" for minor in range(12, 20))
+    python = next(
+        (v for v in candidates if needs.contains(f"{v}.0") and starts(v)), None
+    )
+    wanted = " ".join(f"{name}=={version}" for name, (version, _) in newest.items())
+    if python is None:
+        session.error(
+            f"The newest releases ({wanted}) need Python {needs}, and no such python3.X "
+            "starts on this machine. Install one (e.g. with pyenv or your package manager) "
+            "and run `nox -s latest` again."
+        )
+    session.log(f"latest: {wanted} on Python {python}")
+    env = Path(ROOT, ".nox", "latest")
+    pinned = [
+        r
+        for r in nox.project.dependency_groups(PYPROJECT, "tests")
+        if re.split(r"[=<>!~;\[ ]", r, maxsplit=1)[0] not in LIFTED
     ]
-    session.install("--upgrade", *names)
-    session.run("python", "-m", "snippets.outputs", "--versions")
-    session.run("pytest", *session.posargs, env=QUIET)
+    requirements = [*pinned, *(f"{n}=={v}" for n, (v, _) in newest.items())]
+    bin_dir = env / ("Scripts" if os.name == "nt" else "bin")
+    build = {"UV_COMPILE_BYTECODE": "1"}
+    session.run(
+        "uv",
+        "venv",
+        "--quiet",
+        "--allow-existing",
+        "--python",
+        f"python{python}",
+        str(env),
+        external=True,
+        env=build,
+    )
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(bin_dir / "python"),
+        *requirements,
+        external=True,
+        env=build,
+    )
+    run_env = {
+        **QUIET,
+        "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
+        "VIRTUAL_ENV": str(env),
+    }
+    python_exe = str(bin_dir / "python")
+    session.run(
+        python_exe, "-m", "snippets.outputs", "--versions", external=True, env=run_env
+    )
+    workers = ["-n", "2", "--dist", "loadfile"] if not session.posargs else []
+    session.run(
+        python_exe,
+        "-m",
+        "pytest",
+        *workers,
+        *session.posargs,
+        external=True,
+        env=run_env,
+    )
+    session.run(
+        python_exe,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-d",
+        str(ROOT / ".cache" / "latest-site"),
+        external=True,
+        env=run_env,
+    )
 
 
 @nox.session(python=PYTHON)

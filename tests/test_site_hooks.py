@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import jax
 import pytest
 
-from snippets import site_hooks
+from snippets import outputs, site_hooks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -358,3 +358,64 @@ def test_notebook_pages_have_no_edit_link():
     site_hooks.on_page_context({}, notebook, None, None)
     site_hooks.on_page_context({}, guide, None, None)
     assert (notebook.edit_url, guide.edit_url) == (None, "e")
+
+
+# Golden outputs. What each page printed and drew, compared with the reviewed snapshot in
+# __snapshots__/: a release of JAX (or anything else) that changes an output fails here with
+# the diff, and `nox -s latest` shows it. After reviewing a change, accept it with
+# `nox -s tests -- tests/test_site_hooks.py --snapshot-update`. Defined after the build tests,
+# whose build fills the output cache that these read.
+
+
+def golden(chunks_per_block: list[list[dict]]) -> str:
+    """A page's outputs as reviewable text: printed text as is; a diagram as the text it
+    draws (its alt text) and the colours of its blocks, which is what a release could change."""
+    parts = []
+    for number, chunks in enumerate(chunks_per_block, 1):
+        for chunk in chunks:
+            if "svg" in chunk:
+                fills = sorted(
+                    set(re.findall(r'fill="(#[0-9a-fA-F]{6})"', chunk["svg"]))
+                )
+                drawn = without_times(chunk["alt"])
+                parts.append(f"--- block {number}: diagram\n{drawn}\nfills: {fills}")
+            else:
+                parts.append(f"--- block {number}: text\n{chunk['text'].rstrip()}")
+    return "\n".join(parts) + "\n"
+
+
+def without_times(table: str) -> str:
+    """A rich table whose last column is headed `ms` holds measured times, which differ from
+    run to run: they are masked, everything else is compared."""
+    if not re.search(r"\bms ┃$", table, re.MULTILINE):
+        return table
+    return re.sub(
+        r"\d+(?:\.\d+)? │$", lambda m: "#" * (len(m[0]) - 2) + " │", table, flags=re.M
+    )
+
+
+PAGES_WITH_CODE = [
+    page.relative_to(outputs.DOCS).as_posix()
+    for page in outputs.doc_pages()
+    if outputs.page_blocks(page)
+]
+
+
+@pytest.fixture(scope="module")
+def page_outputs():
+    return outputs.ensure(outputs.doc_pages())
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
+def test_page_outputs_match_the_reviewed_snapshot(page_outputs, page, snapshot):
+    assert golden(page_outputs[page].blocks) == snapshot
+
+
+def test_golden_text_masks_measured_times_and_nothing_else():
+    table = "┃ strategy ┃ bytes ┃   ms ┃\n│ dp       │ 1,024 │ 3.62 │\n│ fsdp     │   128 │ 12 │"
+    assert without_times(table).splitlines()[1:] == [
+        "│ dp       │ 1,024 │ #### │",
+        "│ fsdp     │   128 │ ## │",
+    ]
+    untimed = "┃ strategy ┃ bytes ┃\n│ dp       │ 1,024 │"
+    assert without_times(untimed) == untimed

@@ -2,7 +2,7 @@
 // the search dialog, for the numbered markers of code annotations (their number is drawn by
 // CSS, which screen readers do not read), for table-of-contents links to headings that are
 // only code, for the expand toggles of sections with an index page and for the button bar of
-// each code block; keyboard access to notebook cells and outputs that scroll sideways. Markers
+// each code block; keyboard access to notebook cells, outputs and tables that scroll sideways. Markers
 // and button bars are created after load, so new ones are named as they appear.
 let codeBars = 0;
 function nameUnnamed() {
@@ -10,6 +10,15 @@ function nameUnnamed() {
     ".highlight-ipynb:not([tabindex]), .jupyter-wrapper pre:not([tabindex])",
   )) {
     cell.setAttribute("tabindex", "0");
+  }
+  // A table wider than the page scrolls sideways in its wrapper: reachable by keyboard too.
+  for (const wrap of document.querySelectorAll(".md-typeset__scrollwrap:not([tabindex])")) {
+    if (wrap.scrollWidth <= wrap.clientWidth) continue;
+    wrap.setAttribute("tabindex", "0");
+    wrap.setAttribute("role", "region");
+    let heading = wrap.previousElementSibling;
+    while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
+    wrap.setAttribute("aria-label", heading?.textContent.replace("¶", "").trim() || "Table");
   }
   for (const link of document.querySelectorAll("a.md-nav__link[href^='#']:not([aria-label])")) {
     if (link.textContent.trim()) continue;

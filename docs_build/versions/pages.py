@@ -149,12 +149,7 @@ def probe_cells(probe_id: str) -> str:
 
 def compatibility_table(group: str) -> str:
     rows = load()["versions"]
-    header = ["What"] + [
-        f"JAX {r['jax']}<br>Flax {r['packages']['flax']}"
-        if r["status"] == "probed"
-        else f"JAX {r['jax']}"
-        for r in rows
-    ]
+    header = ["What"] + [f"JAX {r['jax']}" for r in rows]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for p in PROBES:
         if p.group != group:
@@ -162,32 +157,38 @@ def compatibility_table(group: str) -> str:
         cells = [p.title]
         for r in rows:
             if r["status"] != "probed":
-                cells.append(
-                    f'<span title="{html.escape(r.get("reason", ""))}">{r["status"]}</span>'
-                )
+                reason = html.escape(r.get("reason", ""), quote=True)
+                cells.append(f'<span title="{reason}">{r["status"]}</span>')
             else:
                 cells.append(_cell(r["results"][p.id]))
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines)
+    table = "\n".join(lines)
+    # md_in_html: the wrapper gives the table the matrix's own styles (extra.css).
+    return f'<div class="version-matrix" markdown>\n\n{table}\n\n</div>'
 
 
 def matrix_versions() -> str:
-    """A sentence: which releases the matrix holds, and when it was made."""
+    """A table of the releases each column holds, and when the matrix was made."""
     data = load()
-    parts = []
+    lines = [
+        "| JAX | Flax | Optax | NumPy | Python | Status |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in data["versions"]:
         if r["status"] == "probed":
             pk = r["packages"]
-            parts.append(
-                f"JAX {pk['jax']} with Flax {pk['flax']} and Optax {pk['optax']}"
-            )
+            cells = [
+                pk["jax"],
+                pk["flax"],
+                pk["optax"],
+                pk["numpy"],
+                r["python"],
+                "probed",
+            ]
         else:
-            parts.append(f"JAX {r['jax']} ({r['status']})")
-    return (
-        f"The matrix was made on {data['generated']}, in {data['seconds']} s, from "
-        + "; ".join(parts)
-        + "."
-    )
+            cells = [r["jax"], "", "", "", "", f"{r['status']}: {r.get('reason', '')}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\nThe matrix was made on {data['generated']}."
 
 
 def pip_install() -> str:

@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from snippets import outputs
+
 from .conftest import ARTIFACTS, ROOT, serve
 
 
@@ -23,10 +25,13 @@ def site_pages() -> list[str]:
     return ["" if p == "index" else p.removesuffix("/index") + "/" for p in pages]
 
 
-# Every guide page (not the home page, not an exercise) is also a notebook page.
+# Every guide page with code (not the home page, not an exercise) is also a notebook page.
 GUIDE_SECTIONS = ("basics", "concepts", "training", "guides")
 NOTEBOOK_PAGES = [
-    "notebooks/" + p for p in site_pages() if p.split("/")[0] in GUIDE_SECTIONS
+    "notebooks/" + p
+    for p in site_pages()
+    if p.split("/")[0] in GUIDE_SECTIONS
+    and outputs.page_blocks(ROOT / "docs" / f"{p.rstrip('/')}.md")
 ]
 PAGES = site_pages() + NOTEBOOK_PAGES
 
