@@ -208,7 +208,9 @@ def test_the_compatibility_page_shows_every_probe_in_every_column():
     filled = pages.fill(
         COMPATIBILITY.read_text(encoding="utf-8"), "guides/compatibility.md"
     )
-    tables = re.findall(r'<div class="version-matrix" markdown>(.*?)</div>', filled, re.S)
+    tables = re.findall(
+        r'<div class="version-matrix" markdown>(.*?)</div>', filled, re.S
+    )
     assert len(tables) == 3
     rows = [line for t in tables for line in t.splitlines() if line.startswith("| ")]
     columns = len(pages.load()["versions"])
