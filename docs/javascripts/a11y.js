@@ -16,9 +16,20 @@ function nameUnnamed() {
     if (wrap.scrollWidth <= wrap.clientWidth) continue;
     wrap.setAttribute("tabindex", "0");
     wrap.setAttribute("role", "region");
-    let heading = wrap.previousElementSibling;
+    // Named after the section it is in (the nearest heading before its top-level block), and
+    // numbered where a section holds several: landmarks need distinct names.
+    let block = wrap;
+    while (block.parentElement && !block.parentElement.classList.contains("md-content__inner")) {
+      block = block.parentElement;
+    }
+    let heading = block.previousElementSibling;
     while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
-    wrap.setAttribute("aria-label", heading?.textContent.replace("¶", "").trim() || "Table");
+    const base = `Table: ${heading?.textContent.replace("¶", "").trim() || document.title}`;
+    let name = base;
+    for (let n = 2; document.querySelector(`[role=region][aria-label="${CSS.escape(name)}"]`); n++) {
+      name = `${base} (${n})`;
+    }
+    wrap.setAttribute("aria-label", name);
   }
   for (const link of document.querySelectorAll("a.md-nav__link[href^='#']:not([aria-label])")) {
     if (link.textContent.trim()) continue;
