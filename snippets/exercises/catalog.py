@@ -87,7 +87,8 @@ def shard_map_double_cases() -> list[Case]:
 def shard_map_vs_vmap_cases() -> list[Case]:
     rng = np.random.default_rng(3)
     cases = []
-    for rows, cols in [(8, 3), (24, 5)]:
+    # 2 rows is the seed exercise's own example; 17 rows divide over one device only.
+    for rows, cols in [(8, 3), (24, 5), (2, 2), (17, 3)]:
         x = rng.integers(-4, 5, (rows, cols)).astype(np.float32)
         sums = (x**2).sum(axis=1)
         cases.append(
@@ -102,7 +103,7 @@ def shard_map_vs_vmap_cases() -> list[Case]:
 
 def stacked_problems(got, sums: np.ndarray) -> Problems:
     expected = np.stack([sums, sums])
-    if np.shape(got) == expected.shape[::-1]:
+    if np.shape(got) != expected.shape and np.shape(got) == expected.shape[::-1]:
         return [
             f"wrong shape: expected {expected.shape}, got {np.shape(got)}: stack the two "
             f"results along a new first axis (axis=0), one row per method."
@@ -894,6 +895,13 @@ EXERCISE_LIST = [
         requires=("shard_map",),
         traced=(0,),
         hints={"shard_map": "Compute the second result with jax.shard_map."},
+        on_error={
+            "not evenly divisible": (
+                "the rows of x must split evenly over the mesh: build it from as many "
+                "devices as divide B, jax.devices()[:k] with k the largest divisor of B "
+                "that is at most jax.device_count()."
+            ),
+        },
     ),
     Exercise(
         name="manual_dense",

@@ -23,23 +23,27 @@ def shard_map_vs_vmap(
     """Per-row sum of squares of x, shape (B, D), by vmap and by shard_map.
 
     Returns jnp.stack([vmap_result, shard_map_result]), shape (2, B). The
-    shard_map path splits the rows over a 1-D mesh of `devices` (default: all
-    of them), so on a one-device machine that device takes all B rows.
+    shard_map path splits the rows over a 1-D mesh of `devices` (default: as
+    many of jax.devices() as divide B), so any B works on any machine.
     """
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D, (B, D), but has shape {x.shape}.")
-    devices = jax.devices() if devices is None else list(devices)
-    if not devices:
+    given = jax.devices() if devices is None else list(devices)
+    if not given:
         raise ValueError("devices is empty: pass at least one jax.Device.")
-    n, rows = len(devices), x.shape[0]
-    if rows % n:  # (1)!
-        fits = max(k for k in range(1, n + 1) if rows % k == 0)
+    rows = x.shape[0]
+    fits = max(k for k in range(1, len(given) + 1) if rows % k == 0)  # (1)!
+    if devices is None:
+        devices = given[:fits]
+    elif fits < len(given):
+        n = len(given)
         raise ValueError(
             f"x has {rows} rows, which do not split evenly over {n} devices: "
             f"pad x to {rows + -rows % n} rows, or pass "
             f"devices=jax.devices()[:{fits}]."
         )
+    n = len(devices)
 
     def row_sum_of_squares(row):
         return jnp.sum(row**2)
@@ -81,10 +85,10 @@ def indivisible(x: jax.Array) -> jax.Array:
     # --8<-- [start:indivisible]
     x12 = x[:12]  # 12 rows for 8 devices
     try:
-        shard_map_vs_vmap(x12)
+        shard_map_vs_vmap(x12, devices=jax.devices())  # all 8, asked for
     except ValueError as err:
         print(f"ValueError: {err}")
-    on_six = shard_map_vs_vmap(x12, devices=jax.devices()[:6])
+    on_six = shard_map_vs_vmap(x12)  # left to choose, it takes the 6 that divide 12
     print(jax.typeof(on_six), "on", len(on_six.devices()), "devices")
     print("each device:", on_six.addressable_shards[0].data.shape)
     # --8<-- [end:indivisible]

@@ -75,6 +75,24 @@ WRONG = {
             """,
             ["it does not use jax.shard_map"],
         ),
+        (
+            "all 8 devices whatever B",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+            from jax.sharding import AxisType
+
+
+            def shard_map_vs_vmap(x):
+                row = jax.vmap(lambda r: jnp.sum(r**2))
+                mesh = jax.make_mesh((8,), ("rows",), axis_types=(AxisType.Auto,))
+                sm = jax.shard_map(row, mesh=mesh, in_specs=P("rows"),
+                                   out_specs=P("rows"))(x)
+                return jnp.stack([row(x), sm])
+            """,
+            ["build it from as many devices as divide B"],
+        ),
     ],
     "shard_map_simulate": [
         (

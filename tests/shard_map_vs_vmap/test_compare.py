@@ -42,6 +42,22 @@ def test_the_exercise_example():
     np.testing.assert_array_equal(both, [[1.0, 1.0], [1.0, 1.0]])
 
 
+def test_the_seed_example_works_with_no_devices_given():
+    both = shard_map_vs_vmap(jnp.array([[1.0, 0.0], [0.0, 1.0]]))
+    np.testing.assert_array_equal(both, [[1.0, 1.0], [1.0, 1.0]])
+    assert len(both.devices()) == 2
+
+
+@pytest.mark.parametrize(("rows", "used"), [(1, 1), (2, 2), (3, 3), (8, 8), (17, 1)])
+def test_any_batch_size_splits_over_the_most_devices_that_divide_it(rows, used):
+    x = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+    both = shard_map_vs_vmap(x)
+    np.testing.assert_allclose(both, np.stack([sums_of_squares(x)] * 2), rtol=1e-6)
+    assert len(both.devices()) == used
+    assert both.sharding.spec == P(None, "rows")
+    assert {s.data.shape for s in both.addressable_shards} == {(2, rows // used)}
+
+
 def test_an_input_already_on_another_mesh_is_accepted(mesh):
     x = np.arange(64.0, dtype=np.float32).reshape(16, 4)
     on_2x4 = jax.device_put(x, NamedSharding(mesh, P("x", "y")))
