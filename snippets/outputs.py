@@ -23,11 +23,13 @@ import importlib.metadata
 import json
 import linecache
 import os
+import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CACHE = ROOT / ".cache" / "outputs"
+PYPROJECT = ROOT / "pyproject.toml"
 
 # The options mkdocs.yml gives pymdownx.snippets; the tests and this runner expand the same way.
 SNIPPETS_OPTIONS = {
@@ -47,6 +50,7 @@ VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy", "rich", "matplotlib")
 INCLUDE = re.compile(
     r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE
 )
+LAUNCHED = re.compile(r"snippets(?:\.[A-Za-z_]\w*)+")
 # What this tooling itself is made of: a change to any of these re-runs every page.
 TOOLING = ("outputs.py", "render.py", "devices.py")
 
@@ -162,6 +166,9 @@ def imported_snippets(code: str) -> set[Path]:
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                # A module the code launches, as in `python -m snippets.multi_host.worker`.
+                names = [node.value] if LAUNCHED.fullmatch(node.value) else []
             for name in names:
                 parts = name.split(".")
                 for i in range(1, len(parts) + 1):
@@ -170,6 +177,18 @@ def imported_snippets(code: str) -> set[Path]:
                         found.add(path)
                         pending.append(path.read_text(encoding="utf-8"))
     return found
+
+
+def pinned_packages() -> list[str]:
+    """Every package pyproject.toml pins, in any dependency group."""
+    groups = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
+    names = {
+        re.split(r"[=<>!~;\[ ]", requirement, maxsplit=1)[0].lower()
+        for group in groups["dependency-groups"].values()
+        for requirement in group
+        if isinstance(requirement, str)
+    }
+    return sorted(names)
 
 
 def versions() -> dict[str, str]:
@@ -189,6 +208,13 @@ def cache_key(blocks: list[Block]) -> str:
     for name in TOOLING:
         digest.update((here / name).read_bytes())
     digest.update(json.dumps(versions(), sort_keys=True).encode())
+    # Everything else pinned, and the interpreter: a page's output may change with any.
+    for name in pinned_packages():
+        try:
+            digest.update(f"{name}=={importlib.metadata.version(name)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{name} missing".encode())
+    digest.update(f"python {platform.python_version()}".encode())
     code = "\n".join(block.source for block in blocks)
     digest.update(code.encode())
     for path in sorted(imported_snippets(code)):

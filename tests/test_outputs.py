@@ -113,6 +113,39 @@ def test_cache_key_follows_the_code_the_versions_and_nothing_else(
     assert outputs.cache_key(blocks) != key
 
 
+def test_cache_key_follows_the_python_and_every_pinned_package(tmp_path, monkeypatch):
+    blocks = outputs.page_blocks(write_page(tmp_path, "print(1)"))
+    key = outputs.cache_key(blocks)
+    assert {"pytest", "mkdocs", "ruff", "syrupy"} <= set(outputs.pinned_packages())
+    monkeypatch.setattr(outputs.platform, "python_version", lambda: "3.99.0")
+    assert outputs.cache_key(blocks) != key
+    monkeypatch.undo()
+    real = outputs.importlib.metadata.version
+
+    def other_pytest(name):
+        return "0.0.1" if name == "pytest" else real(name)
+
+    monkeypatch.setattr(outputs.importlib.metadata, "version", other_pytest)
+    assert outputs.cache_key(blocks) != key
+
+
+def test_a_module_the_page_launches_is_part_of_its_key(tmp_path, monkeypatch):
+    """`python -m snippets.x` in a subprocess: editing that module re-runs the page."""
+    (tmp_path / "snippets" / "tool").mkdir(parents=True)
+    (tmp_path / "snippets" / "__init__.py").write_text("")
+    (tmp_path / "snippets" / "tool" / "__init__.py").write_text("")
+    worker = tmp_path / "snippets" / "tool" / "worker.py"
+    worker.write_text("print('one')\n")
+    monkeypatch.setattr(outputs, "ROOT", tmp_path)
+    code = 'import subprocess, sys\nsubprocess.run([sys.executable, "-m", "snippets.tool.worker"])\n'
+    found = outputs.imported_snippets(code)
+    assert worker in found
+    page = write_page(tmp_path, code)
+    key = outputs.cache_key(outputs.page_blocks(page))
+    worker.write_text("print('two')\n")
+    assert outputs.cache_key(outputs.page_blocks(page)) != key
+
+
 @pytest.mark.slow
 def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
     page = write_page(tmp_path, "n = jax.device_count()", "print(n, 'devices')")

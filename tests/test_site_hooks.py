@@ -48,6 +48,7 @@ def tree_copy(tmp_path, built_site):
             ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__")
         )
     shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)  # its pins are part of the cache key
     shutil.copytree(ROOT / ".cache" / "outputs", tmp_path / ".cache" / "outputs")
     return tmp_path
 
