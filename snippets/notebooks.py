@@ -3,12 +3,12 @@
 `write_all()` turns each page that has Python blocks into docs/notebooks/<page>.ipynb: the
 prose as Markdown cells, each block (its includes expanded, as on the page) as a code cell,
 after a first cell that names the versions it was tested with and, on Colab only, installs
-them. mkdocs-jupyter then executes and renders the notebooks (see mkdocs.yml).
+them. Each code cell carries the outputs of the build's one run of the page (see
+`snippets.outputs`); mkdocs-jupyter renders the notebooks without executing them again.
 
 A notebook is rewritten only when its content changes, and its metadata carries the page's
-output cache key (the code, every `snippets` module it imports, the package versions): so a
-changed snippet changes exactly the notebooks that use it, which mkdocs-jupyter, whose cache
-is keyed by the notebook file, then executes again. Nothing else is re-executed.
+output cache key (the code, every `snippets` module it imports or launches, the versions):
+so a changed snippet changes exactly the notebooks that use it.
 """
 
 from __future__ import annotations
@@ -102,8 +102,30 @@ def _region(prose: str) -> str:
     return f"<!-- #region -->\n{prose}\n<!-- #endregion -->\n" if prose else ""
 
 
-def build(page: Path, site_url: str, repo_url: str) -> str | None:
-    """The notebook of one page, as ipynb JSON text; None for a page without code."""
+def cell_outputs(chunks: list[dict]) -> list[dict]:
+    """What one block printed and drew, as the outputs of its notebook cell."""
+    import nbformat
+
+    out = []
+    for chunk in chunks:
+        if "svg" in chunk:
+            data = {"image/svg+xml": chunk["svg"], "text/plain": chunk["alt"]}
+            out.append(nbformat.v4.new_output("display_data", data=data))
+        else:
+            out.append(
+                nbformat.v4.new_output("stream", name="stdout", text=chunk["text"])
+            )
+    return out
+
+
+def build(
+    page: Path, site_url: str, repo_url: str, ran: list[list[dict]] | None = None
+) -> str | None:
+    """The notebook of one page, as ipynb JSON text; None for a page without code.
+
+    `ran` is what each block printed and drew in the build's one run of the page: it becomes
+    the cells' outputs, so the notebook is never executed a second time.
+    """
     import jupytext
     from markdown_it import MarkdownIt
 
@@ -147,6 +169,15 @@ def build(page: Path, site_url: str, repo_url: str) -> str | None:
         cell.id = (
             f"cell-{number}"  # nbformat would draw random ids: a new file every build
         )
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    if ran is not None:
+        if len(ran) != len(code_cells):
+            raise outputs.SnippetError(
+                f"{rel}: {len(code_cells)} code cells but {len(ran)} blocks ran; build again."
+            )
+        for count, (cell, chunks) in enumerate(zip(code_cells, ran, strict=True), 1):
+            cell.outputs = cell_outputs(chunks)
+            cell.execution_count = count
     notebook.metadata = {
         "kernelspec": {
             "name": "python3",
@@ -160,8 +191,11 @@ def build(page: Path, site_url: str, repo_url: str) -> str | None:
     return jupytext.writes(notebook, fmt="ipynb")
 
 
-def write_all(site_url: str, repo_url: str) -> list[Path]:
-    """Write (or leave alone, when unchanged) the notebook of every page; remove stale ones."""
+def write_all(site_url: str, repo_url: str, results: dict | None = None) -> list[Path]:
+    """Write (or leave alone, when unchanged) the notebook of every page; remove stale ones.
+
+    `results` (from `outputs.ensure`) gives each notebook the outputs of the page's run.
+    """
     written, wanted = [], set()
     for page in outputs.doc_pages():
         # Guide pages only: an exercise's page holds a starter to fill in, not a program.
@@ -169,7 +203,9 @@ def write_all(site_url: str, repo_url: str) -> list[Path]:
             outputs.DOCS / "exercises"
         ):
             continue
-        content = build(page, site_url, repo_url)
+        rel = page.relative_to(outputs.DOCS).as_posix()
+        ran = results[rel].blocks if results and rel in results else None
+        content = build(page, site_url, repo_url, ran)
         if content is None:
             continue
         target = outputs.DOCS / notebook_path(page.relative_to(outputs.DOCS).as_posix())
@@ -194,7 +230,8 @@ def main() -> int:
     from mkdocs.config import load_config
 
     config = load_config(str(outputs.ROOT / "mkdocs.yml"))
-    written = write_all(config.site_url or "", config.repo_url or "")
+    results = outputs.ensure(outputs.doc_pages())
+    written = write_all(config.site_url or "", config.repo_url or "", results)
     total = len(list(NOTEBOOKS.rglob("*.ipynb")))
     print(
         f"notebooks: {total} in {NOTEBOOKS.relative_to(outputs.ROOT)}, {len(written)} written"

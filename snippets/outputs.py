@@ -179,16 +179,15 @@ def imported_snippets(code: str) -> set[Path]:
     return found
 
 
-def pinned_packages() -> list[str]:
-    """Every package pyproject.toml pins, in any dependency group."""
+def pinned_requirements() -> list[str]:
+    """Every pin in pyproject.toml, in any dependency group (`name==version` strings)."""
     groups = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
-    names = {
-        re.split(r"[=<>!~;\[ ]", requirement, maxsplit=1)[0].lower()
+    return sorted(
+        requirement
         for group in groups["dependency-groups"].values()
         for requirement in group
         if isinstance(requirement, str)
-    }
-    return sorted(names)
+    )
 
 
 def versions() -> dict[str, str]:
@@ -208,12 +207,10 @@ def cache_key(blocks: list[Block]) -> str:
     for name in TOOLING:
         digest.update((here / name).read_bytes())
     digest.update(json.dumps(versions(), sort_keys=True).encode())
-    # Everything else pinned, and the interpreter: a page's output may change with any.
-    for name in pinned_packages():
-        try:
-            digest.update(f"{name}=={importlib.metadata.version(name)}".encode())
-        except importlib.metadata.PackageNotFoundError:
-            digest.update(f"{name} missing".encode())
+    # Every pin, and the interpreter: a page's output may change with any of them. The pins
+    # as written, not as installed, so that the tests' and the docs' environments (which
+    # hold different tools) share one cache; what the pages import is keyed as installed.
+    digest.update(json.dumps(pinned_requirements()).encode())
     digest.update(f"python {platform.python_version()}".encode())
     code = "\n".join(block.source for block in blocks)
     digest.update(code.encode())

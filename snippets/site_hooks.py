@@ -1,8 +1,8 @@
 """MkDocs hooks: run each page's code (through the cache) and show its output under each block.
 
-Registered in mkdocs.yml under `hooks:`. Before any page is rendered, `on_files` brings every
-page's outputs up to date (see `snippets.outputs`); a failing snippet stops the build with its
-name and traceback. `on_page_markdown` then places, after each Python fence, what that fence
+Registered in mkdocs.yml under `hooks:`. Before any page is rendered, `on_pre_build` brings
+every page's outputs up to date (see `snippets.outputs`) and writes the notebooks with them; a
+failing snippet stops the build with its name and traceback. `on_page_markdown` then places, after each Python fence, what that fence
 printed (a text block) and drew (inline SVG diagrams).
 """
 
@@ -40,20 +40,15 @@ def on_config(config):
 
 
 def on_pre_build(config):
+    """Run every page's code once (or take it from the cache), then write the notebooks with
+    those outputs: before mkdocs collects the files, so that mkdocs-jupyter finds them."""
     _notebook_css.clear()
     _notebook_classes.clear()
-    # Before mkdocs collects the files, so that mkdocs-jupyter finds the notebooks.
-    written = notebooks.write_all(config.site_url or "", config.repo_url or "")
-    if written:
-        print(f"INFO    -  notebooks written: {len(written)}", file=sys.stderr)
-
-
-def on_files(files, config):
-    pages = [
-        Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path
-    ]
     try:
-        results = outputs.ensure(pages)
+        results = outputs.ensure(outputs.doc_pages())
+        written = notebooks.write_all(
+            config.site_url or "", config.repo_url or "", results
+        )
     except outputs.SnippetError as err:
         raise PluginError(
             f"A page's code could not be run, so the site was not built.\n\n{err}"
@@ -66,7 +61,8 @@ def on_files(files, config):
         f"{len(ran)} ran{': ' + ', '.join(ran) if ran else ''}",
         file=sys.stderr,
     )
-    return files
+    if written:
+        print(f"INFO    -  notebooks written: {len(written)}", file=sys.stderr)
 
 
 def on_page_markdown(markdown, page, config, files):

@@ -141,21 +141,41 @@ def test_links_under_a_guide_page_title():
     assert "github/owner/repo/blob/notebooks/basics/named-sharding.ipynb" in links
 
 
+def test_cells_carry_what_each_block_printed_and_drew(docs):
+    ran = [[{"text": "8\n"}], [{"text": "a\n"}, {"svg": "<svg/>", "alt": "a diagram"}]]
+    nb = json.loads(notebooks.build(docs / "guide/page.md", SITE, REPO, ran))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == [1, 2]
+    assert code[0]["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": ["8\n"]}
+    ]
+    assert code[1]["outputs"][1]["output_type"] == "display_data"
+    assert code[1]["outputs"][1]["data"] == {  # ipynb JSON keeps text as lists of lines
+        "image/svg+xml": ["<svg/>"],
+        "text/plain": ["a diagram"],
+    }
+    with pytest.raises(outputs.SnippetError, match="2 code cells but 1 blocks ran"):
+        notebooks.build(docs / "guide/page.md", SITE, REPO, ran[:1])
+
+
 @pytest.mark.slow
-def test_mkdocs_jupyter_executes_notebooks_and_a_failing_cell_fails_the_build(tmp_path):
-    """The plugin settings of mkdocs.yml, on a two-notebook site: outputs shown, errors fatal."""
+def test_mkdocs_jupyter_renders_the_stored_outputs_without_executing(tmp_path):
+    """The plugin settings of mkdocs.yml: a cell that would fail shows its stored output."""
     import nbformat
 
+    assert "      execute: false\n" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     docs = tmp_path / "docs"
     (docs / "notebooks").mkdir(parents=True)
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
-    good = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
-    good.metadata["kernelspec"] = {
+    cell = nbformat.v4.new_code_cell("1 / 0")  # would raise, were it run
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="stored 42\n")]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "P",
         "language": "python",
     }
-    nbformat.write(good, docs / "notebooks" / "good.ipynb")
+    nbformat.write(nb, docs / "notebooks" / "stored.ipynb")
     config = textwrap.dedent(
         """\
         site_name: t
@@ -164,38 +184,72 @@ def test_mkdocs_jupyter_executes_notebooks_and_a_failing_cell_fails_the_build(tm
         plugins:
           - mkdocs-jupyter:
               include: ["*.ipynb"]
-              execute: true
+              execute: false
               allow_errors: false
               cache: false
         """
     )
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
-
-    def build():
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mkdocs",
-                "build",
-                "-q",
-                "-d",
-                str(tmp_path / "site"),
-            ],
-            cwd=tmp_path,
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    assert build().returncode == 0
-    assert ">42" in (tmp_path / "site/notebooks/good/index.html").read_text(
-        encoding="utf-8"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
-    bad.metadata = good.metadata
-    nbformat.write(bad, docs / "notebooks" / "bad.ipynb")
-    failed = build()
-    assert failed.returncode != 0
-    assert "ZeroDivisionError" in failed.stderr
+    assert built.returncode == 0, built.stderr
+    html = (tmp_path / "site/notebooks/stored/index.html").read_text(encoding="utf-8")
+    assert "stored 42" in html and "ZeroDivisionError" not in html
+
+
+GUIDE_PAGES = [
+    page
+    for page in outputs.doc_pages()
+    if not page.is_relative_to(outputs.DOCS / "exercises") and outputs.page_blocks(page)
+]
+
+
+@pytest.mark.slow
+def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
+    """What a reader does with the download: run it top to bottom, with nothing of this
+    project around (another folder, no devices preset), and get no error."""
+    import concurrent.futures
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    results = outputs.ensure(GUIDE_PAGES)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "PYTHONPATH")
+    }
+
+    def run(page):
+        rel = page.relative_to(outputs.DOCS).as_posix()
+        text = notebooks.build(page, SITE, REPO, results[rel].blocks)
+        nb = nbformat.reads(text, as_version=4)
+        folder = tmp_path / rel.replace("/", "_")
+        folder.mkdir()
+        client = NotebookClient(
+            nb,
+            timeout=600,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(folder)}},
+        )
+        client.execute(env=env)  # the kernel's environment, without our presets
+        return rel, nb
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        ran = dict(pool.map(run, GUIDE_PAGES))
+    assert len(ran) >= 18
+    for rel, nb in ran.items():
+        errors = [
+            o
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if o.output_type == "error"
+        ]
+        assert not errors, f"{rel}: {errors[0]['ename']}: {errors[0]['evalue']}"

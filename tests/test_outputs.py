@@ -116,16 +116,13 @@ def test_cache_key_follows_the_code_the_versions_and_nothing_else(
 def test_cache_key_follows_the_python_and_every_pinned_package(tmp_path, monkeypatch):
     blocks = outputs.page_blocks(write_page(tmp_path, "print(1)"))
     key = outputs.cache_key(blocks)
-    assert {"pytest", "mkdocs", "ruff", "syrupy"} <= set(outputs.pinned_packages())
+    assert {"pytest==9.2.0", "ruff==0.17.6"} <= set(outputs.pinned_requirements())
     monkeypatch.setattr(outputs.platform, "python_version", lambda: "3.99.0")
     assert outputs.cache_key(blocks) != key
     monkeypatch.undo()
-    real = outputs.importlib.metadata.version
-
-    def other_pytest(name):
-        return "0.0.1" if name == "pytest" else real(name)
-
-    monkeypatch.setattr(outputs.importlib.metadata, "version", other_pytest)
+    pins = outputs.pinned_requirements()
+    moved = [p.replace("pytest==9.2.0", "pytest==9.9.9") for p in pins]
+    monkeypatch.setattr(outputs, "pinned_requirements", lambda: moved)
     assert outputs.cache_key(blocks) != key
 
 

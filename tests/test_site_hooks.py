@@ -22,10 +22,7 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=root,
-        # Notebooks are rendered but not executed here: the page programs run above, and
-        # test_notebooks.py checks execution itself (a kernel per notebook would triple the
-        # suite's time). `nox -s docs` and the browser tests build them executed.
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NOTEBOOKS_EXECUTE": "false"},
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
         text=True,
         timeout=600,
