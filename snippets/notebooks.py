@@ -32,6 +32,15 @@ def notebook_path(page: str) -> str:
     return "notebooks/" + page.removesuffix(".md") + ".ipynb"
 
 
+def url_dir(src: str) -> str:
+    """The directory a page (or notebook) is served from, relative to the site root."""
+    stem, _ = posixpath.splitext(src)
+    if posixpath.basename(stem) == "index":
+        folder = posixpath.dirname(stem)
+        return folder + "/" if folder else ""
+    return stem + "/"
+
+
 def colab_url(repo_url: str, page: str) -> str:
     """Colab opens notebooks from GitHub; CI publishes them to the `notebooks` branch."""
     repo = repo_url.rstrip("/").removeprefix("https://github.com/")
@@ -50,8 +59,10 @@ def links_markdown(page: str, repo_url: str, *, from_notebook: bool) -> str:
         )
     here = posixpath.dirname(page)
     nb_page = posixpath.relpath(notebook_path(page), here or ".")
+    # mkdocs-jupyter copies the file next to the notebook's page; links go from the page's
+    # own directory (x/y.md is served as x/y/, x/index.md as x/).
     download = posixpath.relpath(
-        posixpath.join(notebook_path(page)[:-6], name), posixpath.join(page[:-3])
+        url_dir(notebook_path(page)) + name, url_dir(page) or "."
     )
     return (
         f"Run this page as a notebook: [view it with outputs]({nb_page}) · "
@@ -118,6 +129,14 @@ def cell_outputs(chunks: list[dict]) -> list[dict]:
     return out
 
 
+def needs_the_repository(blocks: list[outputs.Block]) -> bool:
+    """Code that imports this project's `snippets` runs only in a clone: no notebook.
+
+    Naming a module to start later (the multi-host launcher) is not importing it."""
+    code = "\n".join(b.source for b in blocks)
+    return bool(outputs.imported_snippets(code, launched=False))
+
+
 def build(
     page: Path, site_url: str, repo_url: str, ran: list[list[dict]] | None = None
 ) -> str | None:
@@ -130,7 +149,7 @@ def build(
     from markdown_it import MarkdownIt
 
     blocks = outputs.page_blocks(page)
-    if not blocks:
+    if not blocks or needs_the_repository(blocks):
         return None
     rel = blocks[0].page
     text = page.read_text(encoding="utf-8")
@@ -198,10 +217,7 @@ def write_all(site_url: str, repo_url: str, results: dict | None = None) -> list
     """
     written, wanted = [], set()
     for page in outputs.doc_pages():
-        # Guide pages only: an exercise's page holds a starter to fill in, not a program.
-        if page.is_relative_to(NOTEBOOKS) or page.is_relative_to(
-            outputs.DOCS / "exercises"
-        ):
+        if page.is_relative_to(NOTEBOOKS):
             continue
         rel = page.relative_to(outputs.DOCS).as_posix()
         ran = results[rel].blocks if results and rel in results else None

@@ -154,8 +154,9 @@ def _snippet_module_file(name: str) -> Path | None:
     return None
 
 
-def imported_snippets(code: str) -> set[Path]:
-    """Files of the `snippets` modules that `code` imports, followed through their imports."""
+def imported_snippets(code: str, launched: bool = True) -> set[Path]:
+    """Files of the `snippets` modules that `code` imports, followed through their imports;
+    with `launched`, also those it names to start (`python -m snippets...`)."""
     found: set[Path] = set()
     pending = [code]
     while pending:
@@ -166,7 +167,11 @@ def imported_snippets(code: str) -> set[Path]:
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if (
+                launched
+                and isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+            ):
                 # A module the code launches, as in `python -m snippets.multi_host.worker`.
                 names = [node.value] if LAUNCHED.fullmatch(node.value) else []
             for name in names:

@@ -25,6 +25,9 @@ from snippets import notebooks, outputs  # noqa: E402
 from snippets.devices import CACHE_SETTINGS  # noqa: E402
 
 _results: dict[str, outputs.PageResult] = {}
+_first_shown: dict[
+    str, str
+] = {}  # `file:section` -> the first page (nav order) showing it
 
 
 def on_config(config):
@@ -65,7 +68,44 @@ def on_pre_build(config):
         print(f"INFO    -  notebooks written: {len(written)}", file=sys.stderr)
 
 
+def on_nav(nav, config, files):
+    """Note, for each included section, the first page in reading order that shows it."""
+    _first_shown.clear()
+    for page in nav.pages:
+        text = Path(page.file.abs_src_path).read_text(encoding="utf-8")
+        for _, targets in python_fences_with_includes(text.split("\n")):
+            for target in targets:
+                _first_shown.setdefault(target, page.file.src_uri)
+    return nav
+
+
+_FENCE = re.compile(r"^(\s*)(`{3,})\{\.python\b")
+
+
+def python_fences_with_includes(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """Each Python fence that includes snippets (run or not): its line index and targets."""
+    found, i = [], 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start, targets = i, []
+        i += 1
+        while i < len(lines) and lines[i].strip() != m.group(2):
+            targets += outputs.INCLUDE.findall(lines[i])
+            i += 1
+        if targets:
+            found.append((start, targets))
+        i += 1
+    return found
+
+
 def on_page_markdown(markdown, page, config, files):
+    if is_notebook(page):
+        # The guide page holds the same text: search should find it once, there.
+        page.meta["search"] = {"exclude": True}
+        return markdown
     result = _results.get(page.file.src_uri)
     blocks = outputs.page_blocks(Path(page.file.abs_src_path)) if result else []
     if result is not None and len(blocks) != len(result.blocks):
@@ -73,6 +113,18 @@ def on_page_markdown(markdown, page, config, files):
             f"{page.file.src_uri}: its outputs are out of date; build again."
         )
     lines = markdown.split("\n")
+    for at, targets in python_fences_with_includes(lines):
+        if all(
+            target.endswith(":imports")
+            or _first_shown.get(target, page.file.src_uri) != page.file.src_uri
+            for target in targets
+        ):
+            # Code an earlier page already shows (the device setup, the shared model, a
+            # solution), with at most this page's imports: searched for, it should be found
+            # once, where it is explained.
+            lines[at] = lines[at].replace(
+                "{.python", '{.python data-search-exclude="shown-before"', 1
+            )
     ran = result.blocks if result else []
     for block, chunks in reversed(list(zip(blocks, ran, strict=True))):
         shown = [chunk_markdown(chunk) for chunk in chunks]
@@ -88,6 +140,12 @@ def on_page_markdown(markdown, page, config, files):
         note = version_pages.needs_note(code, link)
     except version_pages.VersionsError as err:
         raise PluginError(str(err)) from None
+    if blocks and not notebooks.needs_the_repository(blocks):
+        # Every page with code is also a notebook: say where, under the title.
+        links = notebooks.links_markdown(
+            page.file.src_uri, config.repo_url or "", from_notebook=False
+        )
+        note = f'<p class="notebook-links" markdown>{links}</p>\n\n{note}'
     if note:
         title, _, rest = markdown.partition("\n")
         markdown = f"{title}\n\n{note}\n{rest}"
@@ -118,12 +176,18 @@ def after_annotations(lines: list[str], at: int) -> int:
 
 
 def chunk_markdown(chunk: dict) -> str:
-    """Markdown for one piece of a block's output: printed text, or a diagram."""
+    """Markdown for one piece of a block's output: printed text, or a diagram.
+
+    Both are left out of the search index (`data-search-exclude`): they are the code's
+    output, megabytes of tables and drawings, while the prose around them names what they
+    show.
+    """
     if "svg" in chunk:
-        return f'<div class="sharding-diagram">\n{chunk["svg"]}\n</div>'
+        return f'<div class="sharding-diagram" data-search-exclude>\n{chunk["svg"]}\n</div>'
     text = chunk["text"].rstrip("\n")
     fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
-    return f'{fence}{{.text .output .no-copy title="Output"}}\n{text}\n{fence}'
+    attrs = '.text .output .no-copy title="Output" data-search-exclude="output"'
+    return f"{fence}{{{attrs}}}\n{text}\n{fence}"
 
 
 # Notebook pages: mkdocs-jupyter inlines about 590 KB of JupyterLab CSS into every one. It is

@@ -139,6 +139,8 @@ def test_links_under_a_guide_page_title():
         in links
     )
     assert "github/owner/repo/blob/notebooks/basics/named-sharding.ipynb" in links
+    index = notebooks.links_markdown("exercises/index.md", REPO, from_notebook=False)
+    assert '<a href="../notebooks/exercises/index.ipynb" download>' in index
 
 
 def test_cells_carry_what_each_block_printed_and_drew(docs):
@@ -203,11 +205,25 @@ def test_mkdocs_jupyter_renders_the_stored_outputs_without_executing(tmp_path):
     assert "stored 42" in html and "ZeroDivisionError" not in html
 
 
-GUIDE_PAGES = [
+# Every page with code, the exercises' included, has a notebook; except a page whose code
+# imports this project, which runs only in a clone.
+CODE_PAGES = [
     page
     for page in outputs.doc_pages()
-    if not page.is_relative_to(outputs.DOCS / "exercises") and outputs.page_blocks(page)
+    if (blocks := outputs.page_blocks(page))
+    and not notebooks.needs_the_repository(blocks)
 ]
+
+
+def test_only_the_exercise_index_needs_the_repository():
+    """It runs the grader on files of the repository; every other page pastes anywhere."""
+    needing = [
+        page.relative_to(outputs.DOCS).as_posix()
+        for page in outputs.doc_pages()
+        if (blocks := outputs.page_blocks(page))
+        and notebooks.needs_the_repository(blocks)
+    ]
+    assert needing == ["exercises/index.md"]
 
 
 @pytest.mark.slow
@@ -219,7 +235,7 @@ def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
-    results = outputs.ensure(GUIDE_PAGES)
+    results = outputs.ensure(CODE_PAGES)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -242,8 +258,8 @@ def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
         return rel, nb
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        ran = dict(pool.map(run, GUIDE_PAGES))
-    assert len(ran) >= 18
+        ran = dict(pool.map(run, CODE_PAGES))
+    assert len(ran) >= 33
     for rel, nb in ran.items():
         errors = [
             o

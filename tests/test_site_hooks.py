@@ -1,6 +1,7 @@
 """The site build: outputs placed under their blocks, strict failures that name the snippet,
 and a built site that loads nothing from any other host."""
 
+import json
 import os
 import re
 import shutil
@@ -200,14 +201,14 @@ def test_breaking_a_snippet_fails_the_build_with_its_name_and_traceback(tree_cop
 
 def test_text_output_becomes_a_fenced_block_longer_than_any_backticks_in_it():
     assert site_hooks.chunk_markdown({"text": "a\nb\n"}) == (
-        '```{.text .output .no-copy title="Output"}\na\nb\n```'
+        '```{.text .output .no-copy title="Output" data-search-exclude="output"}\na\nb\n```'
     )
     assert site_hooks.chunk_markdown({"text": "x ```` y"}).startswith("`````{")
 
 
 def test_a_diagram_becomes_a_raw_html_block():
     assert site_hooks.chunk_markdown({"svg": "<svg>s</svg>", "alt": "CPU 0"}) == (
-        '<div class="sharding-diagram">\n<svg>s</svg>\n</div>'
+        '<div class="sharding-diagram" data-search-exclude>\n<svg>s</svg>\n</div>'
     )
 
 
@@ -419,3 +420,40 @@ def test_golden_text_masks_measured_times_and_nothing_else():
     ]
     untimed = "┃ strategy ┃ bytes ┃\n│ dp       │ 1,024 │"
     assert without_times(untimed) == untimed
+
+
+def test_search_finds_each_text_once_and_stays_small(built_site):
+    """Notebook pages repeat their guide page, and setup code repeats on every page: neither
+    is indexed twice. The index is what a reader's browser downloads to search."""
+    import json
+
+    index = built_site / "search" / "search_index.json"
+    assert index.stat().st_size <= 500_000
+    entries = json.loads(index.read_text(encoding="utf-8"))["docs"]
+    assert not [e for e in entries if e["location"].startswith("notebooks/")]
+    seen: dict[str, str] = {}
+    for entry in entries:
+        for code in re.findall(r"<pre><code>(.*?)</code></pre>", entry["text"], re.S):
+            if len(code) > 200:  # a block, not a one-liner two pages may share
+                assert code not in seen, f"{entry['location']} repeats {seen[code]}"
+                seen[code] = entry["location"]
+    assert len(seen) > 50  # code is still searchable where it is first shown
+
+
+def test_every_page_with_code_links_its_notebook_and_colab(built_site):
+    for page in PAGES_WITH_CODE:
+        if page == "exercises/index.md":  # runs the grader: in a clone only
+            continue
+        html = (
+            built_site / page.removesuffix(".md").removesuffix("index") / "index.html"
+        )
+        text = html.read_text(encoding="utf-8")
+        stem = Path(page).stem
+        assert f'{stem}.ipynb" download>' in text, page
+        assert "colab.research.google.com/github/" in text, page
+        link = re.search(r'<a href="([^"]+\.ipynb)" download>', text)[1]
+        notebook = (html.parent / link).resolve()
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        printed = any(outputs.ensure([outputs.DOCS / page])[page].blocks)
+        stored = any(c.get("outputs") for c in cells if c["cell_type"] == "code")
+        assert stored == printed, page

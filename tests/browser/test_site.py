@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from snippets import outputs
+from snippets import notebooks, outputs
 
 from .conftest import ARTIFACTS, ROOT, serve
 
@@ -25,13 +25,20 @@ def site_pages() -> list[str]:
     return ["" if p == "index" else p.removesuffix("/index") + "/" for p in pages]
 
 
-# Every guide page with code (not the home page, not an exercise) is also a notebook page.
-GUIDE_SECTIONS = ("basics", "concepts", "training", "guides")
+def source_of(path: str) -> Path:
+    """The Markdown file a site path comes from (`x/y/` is x/y.md or x/y/index.md)."""
+    plain = ROOT / "docs" / f"{path.rstrip('/')}.md"
+    return plain if plain.exists() else ROOT / "docs" / path / "index.md"
+
+
+# Every page with code (guides and exercises) is also a notebook page, but for a page whose
+# code needs the repository (snippets.notebooks.needs_the_repository).
 NOTEBOOK_PAGES = [
     "notebooks/" + p
     for p in site_pages()
-    if p.split("/")[0] in GUIDE_SECTIONS
-    and outputs.page_blocks(ROOT / "docs" / f"{p.rstrip('/')}.md")
+    if p
+    and (blocks := outputs.page_blocks(source_of(p)))
+    and not notebooks.needs_the_repository(blocks)
 ]
 PAGES = site_pages() + NOTEBOOK_PAGES
 
