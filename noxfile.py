@@ -149,7 +149,10 @@ def browser(session: nox.Session) -> None:
     """Drive Chromium over the built site (see tests/browser); skips, saying why, without it."""
     install(session, "browser")
     npm_install(session, AXE)
-    session.run("pytest", "tests/browser", *session.posargs, env=QUIET)
+    # Two workers, one browser each, taking tests one at a time (four were no faster on
+    # two cores: rendering and axe keep both busy).
+    workers = ["-n", "2", "--dist", "load"] if not session.posargs else []
+    session.run("pytest", "tests/browser", *workers, *session.posargs, env=QUIET)
 
 
 @nox.session(python=PYTHON)

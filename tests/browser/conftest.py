@@ -45,18 +45,63 @@ def serve(folder: Path):
     return server
 
 
+def pytest_sessionfinish(session):
+    """Merge the axe counts each process wrote (axe.<worker>.json) into axe.txt."""
+    if hasattr(session.config, "workerinput"):  # a worker: the controller merges
+        return
+    import json
+
+    parts = sorted(ARTIFACTS.glob("axe.*.json"))
+    if not parts:
+        return
+    impacts = ("critical", "serious", "moderate", "minor")
+    rows = [
+        row for part in parts for row in json.loads(part.read_text(encoding="utf-8"))
+    ]
+    lines = [f"{'page':48}{'scheme':>8}" + "".join(f"{i:>10}" for i in impacts)]
+    for page, scheme, counts in sorted(rows, key=lambda r: (r[0], r[1])):
+        lines.append(
+            f"{page or '(home)':48}{scheme:>8}"
+            + "".join(f"{counts.get(i, 0):>10}" for i in impacts)
+        )
+    (ARTIFACTS / "axe.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for part in parts:
+        part.unlink()
+
+
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Path:
-    """The site, built strictly from this tree (page outputs come from the warm cache)."""
-    folder = tmp_path_factory.mktemp("browser") / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(folder)],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    """The site, built strictly from this tree (page outputs come from the warm cache).
+
+    Built once per run: with several workers, the first to get the lock builds it and the
+    others serve the same folder.
+    """
+    import fcntl
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    folder = ROOT / ".cache" / "browser-site"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / "browser-site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = folder / ".run"
+        if not stamp.exists() or stamp.read_text() != run:
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mkdocs",
+                    "build",
+                    "--strict",
+                    "-d",
+                    str(folder),
+                ],
+                cwd=ROOT,
+                env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+                capture_output=True,
+                text=True,
+            )
+            assert proc.returncode == 0, proc.stderr
+            stamp.write_text(run)
     return folder
 
 

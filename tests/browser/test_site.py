@@ -5,6 +5,8 @@ page's counts go to axe.txt among the artifacts)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,14 +84,6 @@ def visit(context, url: str) -> tuple[object, Visit]:
     page.on("pageerror", lambda err: seen.console_errors.append(str(err)))
     page.goto(url, wait_until="networkidle")
     return page, seen
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_page_loads_only_from_the_local_server_without_errors(context, base_url, path):
-    _, seen = visit(context, base_url + path)
-    assert seen.foreign == []
-    assert seen.failed == []
-    assert seen.console_errors == []
 
 
 def test_the_checker_catches_a_page_that_asks_another_host(context, tmp_path):
@@ -215,30 +209,30 @@ def test_diagrams_render_as_svg_with_device_labels(context, base_url):
 
 @pytest.fixture(scope="module")
 def axe_report():
-    """Every page's axe findings, by impact, written to axe.txt among the artifacts."""
+    """Every page's axe findings, by impact: this process's share, merged into axe.txt at
+    the end of the run (conftest.py), whichever worker checked which page."""
     report: dict[tuple[str, str], dict[str, int]] = {}
     yield report
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    impacts = ("critical", "serious", "moderate", "minor")
-    lines = [f"{'page':48}{'scheme':>8}" + "".join(f"{i:>10}" for i in impacts)]
-    for (page, scheme), counts in sorted(report.items()):
-        lines.append(
-            f"{page or '(home)':48}{scheme:>8}"
-            + "".join(f"{counts.get(i, 0):>10}" for i in impacts)
-        )
-    (ARTIFACTS / "axe.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = [[page, scheme, counts] for (page, scheme), counts in report.items()]
+    part = ARTIFACTS / f"axe.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.json"
+    part.write_text(json.dumps(rows), encoding="utf-8")
 
 
 # Material follows the reader's system setting on a first visit: "dark" shows the slate scheme.
+# One visit per page and scheme checks both what it loads and what axe finds.
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("path", PAGES)
-def test_no_accessibility_violations(
+def test_page_loads_locally_without_errors_and_passes_axe(
     browser, base_url, axe_script: Path, axe_report, path, scheme
 ):
     context = browser.new_context(
         viewport={"width": 1280, "height": 900}, color_scheme=scheme
     )
-    page, _ = visit(context, base_url + path)
+    page, seen = visit(context, base_url + path)
+    assert seen.foreign == []
+    assert seen.failed == []
+    assert seen.console_errors == []
     expected = "slate" if scheme == "dark" else "default"
     assert page.evaluate("document.body.dataset.mdColorScheme") == expected
     page.add_script_tag(path=str(axe_script))
