@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from snippets.devices import use_compilation_cache, use_cpu_devices
+from docs_build.devices import use_compilation_cache, use_cpu_devices
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # pages call plt.show(); no window in tests
 
@@ -27,7 +27,7 @@ def pytest_markdown_docs_markdown_it():
     """
     from markdown_it import MarkdownIt
 
-    from snippets.outputs import parse_blocks, python_fences
+    from docs_build.outputs import parse_blocks, python_fences
 
     class PageProgram(MarkdownIt):
         def parse(self, src, env=None):

@@ -247,7 +247,7 @@ def latest(session: nox.Session) -> None:
     }
     python_exe = str(bin_dir / "python")
     session.run(
-        python_exe, "-m", "snippets.outputs", "--versions", external=True, env=run_env
+        python_exe, "-m", "docs_build.outputs", "--versions", external=True, env=run_env
     )
     workers = ["-n", "2", "--dist", "loadfile"] if not session.posargs else []
     session.run(
@@ -288,7 +288,7 @@ def versions(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Run the pages' code on 8 virtual CPU devices (cached), then build the site strictly.
 
-    The running happens inside the build, in the hook of snippets/site_hooks.py, before any
+    The running happens inside the build, in the hook of docs_build/hooks.py, before any
     page is rendered: one process, and a failing snippet stops the build.
     """
     install(session, "docs")
@@ -299,7 +299,7 @@ def docs(session: nox.Session) -> None:
 def notebooks(session: nox.Session) -> None:
     """Write every guide page's notebook into docs/notebooks/ (CI publishes them for Colab)."""
     install(session, "docs")
-    session.run("python", "-m", "snippets.notebooks", env=QUIET)
+    session.run("python", "-m", "docs_build.notebooks", env=QUIET)
 
 
 @nox.session(venv_backend="none")

@@ -1,7 +1,7 @@
 """The lines every page starts with: 8 virtual CPU devices, set before JAX starts.
 
 Importing this module has that side effect, on purpose: it is exactly what a reader pastes
-first. `snippets.devices.use_cpu_devices` does the same with checks and clear errors.
+first. `docs_build.devices.use_cpu_devices` does the same with checks and clear errors.
 """
 
 # --8<-- [start:setup]

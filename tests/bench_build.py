@@ -4,7 +4,7 @@
 
 In a fresh copy of the tree (so the working tree and its caches are left alone) it times:
   0. creating the docs environment (reported, not compared);
-  1. the execute-once floor: every page's program run once (`python -m snippets.outputs`),
+  1. the execute-once floor: every page's program run once (`python -m docs_build.outputs`),
      with no caches at all (no outputs, no compiled programs);
   2. a cold build: `mkdocs build --strict` with no caches at all, which runs every page, writes
      the notebooks with their outputs and renders the site;
@@ -93,7 +93,7 @@ def main() -> int:
         setup, _ = timed([*docs, "--install-only"], tree)
         print(f"docs environment created:               {setup:6.1f} s")
         python = str(tree / ".nox" / "docs" / "bin" / "python")
-        floor, _ = timed([python, "-m", "snippets.outputs"], tree)
+        floor, _ = timed([python, "-m", "docs_build.outputs"], tree)
         print(f"execute-once floor (pages run, cold):   {floor:6.1f} s")
         shutil.rmtree(tree / ".cache")
         plain_cmd = [

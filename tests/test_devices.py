@@ -1,4 +1,4 @@
-"""snippets.devices and snippets.cpu_devices: 8 virtual CPU devices, or a clear error."""
+"""docs_build.devices and snippets.cpu_devices: 8 virtual CPU devices, or a clear error."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from snippets.devices import DeviceSetupError, use_cpu_devices
+from docs_build.devices import DeviceSetupError, use_cpu_devices
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,14 +59,14 @@ def test_readers_setup_lines_give_eight_cpu_devices():
 def test_fresh_process_started_with_two_devices_gets_the_clear_error():
     proc = run_python(
         "import jax, jax.numpy as jnp; jnp.zeros(1)\n"
-        "from snippets.devices import use_cpu_devices\n"
+        "from docs_build.devices import use_cpu_devices\n"
         "use_cpu_devices(8)",
         JAX_NUM_CPU_DEVICES="2",
     )
     assert proc.returncode != 0
     last_line = proc.stderr.strip().splitlines()[-1]
     assert last_line.startswith(
-        "snippets.devices.DeviceSetupError: JAX already started with 2 cpu"
+        "docs_build.devices.DeviceSetupError: JAX already started with 2 cpu"
     )
     assert "JAX_NUM_CPU_DEVICES=8" in last_line
 
@@ -76,7 +76,7 @@ def test_devices_from_xla_flags_are_accepted_after_start():
     # With XLA_FLAGS the config reads -1, so jax refuses even an update to the same count.
     proc = run_python(
         "import jax, jax.numpy as jnp; jnp.zeros(1)\n"
-        "from snippets.devices import use_cpu_devices\n"
+        "from docs_build.devices import use_cpu_devices\n"
         "print(len(use_cpu_devices(8)))",
         XLA_FLAGS="--xla_force_host_platform_device_count=8",
         JAX_PLATFORMS="cpu",

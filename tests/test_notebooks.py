@@ -1,4 +1,4 @@
-"""snippets.notebooks: every guide page as a notebook, rewritten only when its code changes."""
+"""docs_build.notebooks: every guide page as a notebook, rewritten only when its code changes."""
 
 import json
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets import notebooks, outputs
+from docs_build import notebooks, outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = "https://example.org/docs/"

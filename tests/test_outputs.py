@@ -1,11 +1,11 @@
-"""snippets.outputs: a page's fences, expanded as the site does, run as one cached program."""
+"""docs_build.outputs: a page's fences, expanded as the site does, run as one cached program."""
 
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from snippets import outputs
+from docs_build import outputs
 
 SETUP = '```{.python}\n--8<-- "snippets/cpu_devices.py:setup"\n```\n'
 
@@ -86,15 +86,16 @@ def test_a_missing_include_names_the_page_line_and_target(tmp_path, target, reas
 
 def test_imported_snippets_are_followed_through_their_imports():
     found = outputs.imported_snippets(
-        "import numpy\nfrom snippets.meshes import make_mesh\n"
+        "import numpy\nfrom snippets.partition_spec import pitfalls\n"
     )
     rel = {p.relative_to(outputs.ROOT).as_posix() for p in found}
-    # make_mesh imports snippets.devices (under __main__), so that is part of its key too.
+    # pitfalls imports spec_entries, so that is part of its key too; the build's own
+    # modules (docs_build, imported only under __main__) are keyed as tooling instead.
     assert rel == {
         "snippets/__init__.py",
-        "snippets/meshes/__init__.py",
-        "snippets/meshes/make_mesh.py",
-        "snippets/devices.py",
+        "snippets/partition_spec/__init__.py",
+        "snippets/partition_spec/pitfalls.py",
+        "snippets/partition_spec/spec_entries.py",
     }
 
 

@@ -1,4 +1,4 @@
-"""snippets.render: printed text and rich drawings, captured in order, as self-contained SVG."""
+"""docs_build.render: printed text and rich drawings, captured in order, as self-contained SVG."""
 
 import re
 
@@ -8,7 +8,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets import render
+from docs_build import render
 
 
 def fills(svg: str) -> list[str]:

@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import jax
 import pytest
 
-from snippets import outputs, site_hooks
+from docs_build import hooks as site_hooks
+from docs_build import outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 2
 
-    from snippets.devices import DeviceSetupError, use_cpu_devices
+    from docs_build.devices import DeviceSetupError, use_cpu_devices
 
     try:
         use_cpu_devices(8)  # before the learner's file can start JAX

@@ -97,7 +97,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from snippets.devices import use_cpu_devices
+    from docs_build.devices import use_cpu_devices
 
     use_cpu_devices(8)
     main()

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from snippets import notebooks, outputs
+from docs_build import notebooks, outputs
 
 from .conftest import ARTIFACTS, ROOT, serve
 
@@ -34,7 +34,7 @@ def source_of(path: str) -> Path:
 
 
 # Every page with code (guides and exercises) is also a notebook page, but for a page whose
-# code needs the repository (snippets.notebooks.needs_the_repository).
+# code needs the repository (docs_build.notebooks.needs_the_repository).
 NOTEBOOK_PAGES = [
     "notebooks/" + p
     for p in site_pages()

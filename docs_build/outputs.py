@@ -9,8 +9,8 @@ of every `snippets` module that code imports, this tooling, and the installed ve
 packages the examples use. A warm build with nothing changed runs nothing; an edited snippet
 re-runs only the pages that show it.
 
-    python -m snippets.outputs            # bring every page's outputs up to date
-    python -m snippets.outputs --force    # run every page again
+    python -m docs_build.outputs            # bring every page's outputs up to date
+    python -m docs_build.outputs --force    # run every page again
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
             [
                 sys.executable,
                 "-m",
-                "snippets.outputs",
+                "docs_build.outputs",
                 "--exec",
                 str(spec),
                 str(result),
@@ -350,8 +350,8 @@ def _exec_blocks(spec: Path, result: Path) -> int:
     import types
     import warnings
 
-    from snippets import render
-    from snippets.devices import use_compilation_cache, use_cpu_devices
+    from docs_build import render
+    from docs_build.devices import use_compilation_cache, use_cpu_devices
 
     use_cpu_devices(8)
     use_compilation_cache()

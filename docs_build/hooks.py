@@ -1,7 +1,7 @@
 """MkDocs hooks: run each page's code (through the cache) and show its output under each block.
 
 Registered in mkdocs.yml under `hooks:`. Before any page is rendered, `on_pre_build` brings
-every page's outputs up to date (see `snippets.outputs`) and writes the notebooks with them; a
+every page's outputs up to date (see `docs_build.outputs`) and writes the notebooks with them; a
 failing snippet stops the build with its name and traceback. `on_page_markdown` then places, after each Python fence, what that fence
 printed (a text block) and drew (inline SVG diagrams).
 """
@@ -20,9 +20,9 @@ if str(ROOT) not in sys.path:
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
+from docs_build import notebooks, outputs  # noqa: E402
+from docs_build.devices import CACHE_SETTINGS  # noqa: E402
 from docs_build.versions import pages as version_pages  # noqa: E402
-from snippets import notebooks, outputs  # noqa: E402
-from snippets.devices import CACHE_SETTINGS  # noqa: E402
 
 _results: dict[str, outputs.PageResult] = {}
 _first_shown: dict[
@@ -393,7 +393,7 @@ def _needed(selector: str) -> set[str]:
 
 # A sharding diagram printed by a notebook's kernel is rich's HTML, with jax's own choice of
 # label colour; on the pages, a label under AA contrast (4.5:1) on its cell gets the black or
-# white that reads there, as the guide pages' diagrams do (snippets/render.py). Colours that
+# white that reads there, as the guide pages' diagrams do (docs_build/render.py). Colours that
 # already read (a device's colour on a white table) stay.
 _RICH_CELL = re.compile(
     r"color: (#[0-9a-f]{6}); text-decoration-color: #[0-9a-f]{6}; "
@@ -402,7 +402,7 @@ _RICH_CELL = re.compile(
 
 
 def _readable_cell(match: re.Match) -> str:
-    from snippets.render import contrast, readable_text_colour
+    from docs_build.render import contrast, readable_text_colour
 
     text = match.group(1)
     if contrast(text, match.group(2)) < 4.5:

@@ -4,7 +4,7 @@
 prose as Markdown cells, each block (its includes expanded, as on the page) as a code cell,
 after a first cell that names the versions it was tested with and, on Colab only, installs
 them. Each code cell carries the outputs of the build's one run of the page (see
-`snippets.outputs`); mkdocs-jupyter renders the notebooks without executing them again.
+`docs_build.outputs`); mkdocs-jupyter renders the notebooks without executing them again.
 
 A notebook is rewritten only when its content changes, and its metadata carries the page's
 output cache key (the code, every `snippets` module it imports or launches, the versions):
@@ -18,8 +18,8 @@ import posixpath
 import re
 from pathlib import Path
 
+from docs_build import outputs
 from docs_build.versions import pages as version_pages
-from snippets import outputs
 
 NOTEBOOKS = outputs.DOCS / "notebooks"
 SHOWN_VERSIONS = ("jax", "flax", "optax")
