@@ -50,7 +50,7 @@ def pytest_markdown_docs_markdown_it():
 # program in a new interpreter; run after the other tests, it finds their compiled programs in
 # the persistent cache and takes a third of the time. Files that start subprocesses of their
 # own go first, so the two workers finish together.
-FIRST = ("tests/exercises/test_solutions.py", "tests/multi_host/")
+FIRST = ("tests/exercises/test_solutions.py", "tests/training/multi_host/")
 LAST = ("tests/test_site_hooks.py",)
 
 

@@ -172,7 +172,7 @@ def imported_snippets(code: str, launched: bool = True) -> set[Path]:
                 and isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
             ):
-                # A module the code launches, as in `python -m snippets.multi_host.worker`.
+                # A module the code launches, as in `python -m snippets.training.multi_host.worker`.
                 names = [node.value] if LAUNCHED.fullmatch(node.value) else []
             for name in names:
                 parts = name.split(".")

@@ -38,7 +38,7 @@ COPIED = (
     "README.md",
 )
 # The section edited in step 3: a printed label on the first guide page.
-EDITED = ROOT / "snippets" / "meshes" / "make_mesh.py"
+EDITED = ROOT / "snippets" / "basics" / "devices_and_meshes" / "make_mesh.py"
 EDIT_FROM = 'print("shape:", dict(mesh.shape))'
 
 

@@ -86,16 +86,17 @@ def test_a_missing_include_names_the_page_line_and_target(tmp_path, target, reas
 
 def test_imported_snippets_are_followed_through_their_imports():
     found = outputs.imported_snippets(
-        "import numpy\nfrom snippets.partition_spec import pitfalls\n"
+        "import numpy\nfrom snippets.basics.partition_spec import pitfalls\n"
     )
     rel = {p.relative_to(outputs.ROOT).as_posix() for p in found}
     # pitfalls imports spec_entries, so that is part of its key too; the build's own
     # modules (docs_build, imported only under __main__) are keyed as tooling instead.
     assert rel == {
         "snippets/__init__.py",
-        "snippets/partition_spec/__init__.py",
-        "snippets/partition_spec/pitfalls.py",
-        "snippets/partition_spec/spec_entries.py",
+        "snippets/basics/__init__.py",
+        "snippets/basics/partition_spec/__init__.py",
+        "snippets/basics/partition_spec/pitfalls.py",
+        "snippets/basics/partition_spec/spec_entries.py",
     }
 
 

@@ -105,7 +105,7 @@ def test_contrast_is_the_wcag_ratio():
 
 
 def test_each_devices_colour_in_the_collectives_tables_reads_on_their_white():
-    from snippets.collectives import diagram
+    from snippets.concepts.collectives import diagram
 
     ink, _, card = diagram.CARD.split()
     for colour in [*diagram.COLOURS, ink]:

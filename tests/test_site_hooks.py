@@ -165,7 +165,7 @@ def test_diagrams_are_inline_svg_with_device_labels(built_site):
 
 @pytest.mark.slow
 def test_deleting_an_included_section_fails_the_build_naming_it(tree_copy):
-    module = tree_copy / "snippets" / "meshes" / "make_mesh.py"
+    module = tree_copy / "snippets" / "basics" / "devices_and_meshes" / "make_mesh.py"
     text = module.read_text(encoding="utf-8")
     module.write_text(
         text.replace("    # --8<-- [start:too-many-devices]\n", ""), "utf-8"
@@ -174,7 +174,7 @@ def test_deleting_an_included_section_fails_the_build_naming_it(tree_copy):
     assert proc.returncode != 0
     assert re.search(
         r"basics/devices-and-meshes\.md line \d+: cannot include "
-        r"snippets/meshes/make_mesh\.py:too-many-devices: Snippet section 'too-many-devices' "
+        r"snippets/basics/devices_and_meshes/make_mesh\.py:too-many-devices: Snippet section 'too-many-devices' "
         r"could not be located",
         proc.stderr,
     ), proc.stderr
@@ -183,7 +183,7 @@ def test_deleting_an_included_section_fails_the_build_naming_it(tree_copy):
 
 @pytest.mark.slow
 def test_breaking_a_snippet_fails_the_build_with_its_name_and_traceback(tree_copy):
-    module = tree_copy / "snippets" / "meshes" / "make_mesh.py"
+    module = tree_copy / "snippets" / "basics" / "devices_and_meshes" / "make_mesh.py"
     text = module.read_text(encoding="utf-8")
     module.write_text(
         text.replace("    print(mesh)\n", "    print(mesh.size())\n", 1), "utf-8"
@@ -192,7 +192,7 @@ def test_breaking_a_snippet_fails_the_build_with_its_name_and_traceback(tree_cop
     assert proc.returncode != 0
     assert re.search(
         r"Snippet failed: basics/devices-and-meshes\.md block \d+ \(line \d+: "
-        r"snippets/meshes/make_mesh\.py:imports, snippets/meshes/make_mesh\.py:make-mesh\)",
+        r"snippets/basics/devices_and_meshes/make_mesh\.py:imports, snippets/basics/devices_and_meshes/make_mesh\.py:make-mesh\)",
         proc.stderr,
     ), proc.stderr
     assert "Traceback (most recent call last)" in proc.stderr

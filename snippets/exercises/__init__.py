@@ -22,9 +22,9 @@ _MODULES = {
     "place_batch": "snippets.exercises.solutions.place_batch",
     "process_rows": "snippets.exercises.solutions.process_rows",
     "ring_all_gather": "snippets.exercises.solutions.ring_all_gather",
-    "shard_map_double": "snippets.shard_map.basics",
-    "shard_map_simulate": "snippets.dp_simulation.simulate",
-    "shard_map_vs_vmap": "snippets.shard_map_vs_vmap.compare",
+    "shard_map_double": "snippets.concepts.shard_map.basics",
+    "shard_map_simulate": "snippets.training.simulated_data_parallel.simulate",
+    "shard_map_vs_vmap": "snippets.concepts.shard_map_vs_vmap.compare",
     "sharded_linear": "snippets.exercises.solutions.sharded_linear",
     "tp_specs": "snippets.exercises.solutions.tp_specs",
 }

@@ -1,0 +1,140 @@
+"""Which HLO operation each collective becomes, read from the compiled CPU program.
+
+Run `python -m snippets.concepts.collectives.hlo_table` to print what the page shows.
+"""
+
+# --8<-- [start:imports]
+import functools
+import re
+
+# --8<-- [end:imports]
+from collections.abc import Callable
+
+import jax
+import numpy as np
+import rich
+from jax import P
+from jax.sharding import Mesh, NamedSharding
+from rich.box import SQUARE
+from rich.table import Table
+
+# On the page, these are defined by earlier blocks.
+from snippets.concepts.collectives.diagram import per_device
+from snippets.hlo import count_collectives
+
+
+# --8<-- [start:hlo-ops]
+def hlo_ops(compiled):
+    """Collectives in a compiled program, what they combine with, who talks."""
+    hlo = compiled.as_text()
+    ops = [f"{n} {op}" for op, n in count_collectives(compiled).items()]
+    for op in ("partition-id", "replica-id"):  # (1)!
+        ops += [op] if f" {op}(" in hlo else []
+    combiners = []
+    for name in re.findall(r"to_apply=%?([\w.-]+)", hlo):  # (2)!
+        computation = rf"^%?{re.escape(name)} .*?^}}"
+        body = re.search(computation, hlo, re.M | re.S).group()
+        combiners += re.findall(r"ROOT \S+ = \S+ ([\w-]+)\(", body)
+    talking = (
+        r"(?:replica_groups|source_target_pairs)=(mesh\[.*?\] \{.*?\}|\{[\d{},]*\})"
+    )
+    return ops, combiners, [device_groups(g) for g in re.findall(talking, hlo)]
+
+
+def device_groups(groups: str) -> str:
+    """Write `mesh['x'=2,'y'=4] {'y'}` as the device ids of each group."""
+    if not groups.startswith("mesh["):  # (3)!
+        return groups  # already ids, as in {{0,1},{1,2},...}
+    axes, talking = groups.split("] ")
+    sizes = {name: int(n) for name, n in re.findall(r"'(\w+)'=(\d+)", axes)}
+    ids = np.arange(np.prod(list(sizes.values()))).reshape(list(sizes.values()))
+    talk = [list(sizes).index(name) for name in re.findall(r"'(\w+)'", talking)]
+    size = int(np.prod([ids.shape[a] for a in talk]))  # devices in one group
+    rows = np.moveaxis(ids, talk, range(-len(talk), 0)).reshape(-1, size)
+    return "{" + ",".join("{" + ",".join(map(str, row)) + "}" for row in rows) + "}"
+
+
+# --8<-- [end:hlo-ops]
+
+
+def hlo_table(
+    mesh: Mesh,
+    mesh_2x4: Mesh,
+    x: jax.Array,
+    x8: jax.Array,
+    total: Callable,
+    row_total: Callable,
+    mean: Callable,
+    largest: Callable,
+    gather: Callable,
+    gather_tiled: Callable,
+    scatter: Callable,
+    shift: Callable,
+    exchange: Callable,
+    position: Callable,
+) -> dict[str, tuple[list, list, list]]:
+    # --8<-- [start:hlo-table]
+    examples = [
+        ("psum", total, x, mesh),
+        ("psum over y (2 x 4)", row_total, x, mesh_2x4),
+        ("pmean", mean, x, mesh),
+        ("pmax", largest, x, mesh),
+        ("all_gather", gather, x, mesh),
+        ("all_gather, tiled", gather_tiled, x, mesh),
+        ("psum_scatter", scatter, x8, mesh),
+        ("ppermute, ring", shift, x, mesh),
+        ("all_to_all", exchange, x8, mesh),
+        ("axis_index (2 x 4)", position, x, mesh_2x4),
+    ]
+    table = Table("jax.lax", "HLO", "devices", box=SQUARE, title="On 8 CPU devices")
+    found = {}
+    for name, f, data, on in examples:
+        placed = jax.device_put(data, NamedSharding(on, P(on.axis_names)))
+        run = jax.jit(functools.partial(per_device, f, mesh=on))
+        found[name] = hlo_ops(run.lower(placed).compile())
+        ops, combiners, groups = found[name]
+        hlo = ", ".join(ops) + "".join(f" ({c})" for c in combiners)
+        talks = " ".join(groups).replace("},{", "} {")  # (1)!
+        table.add_row(name, hlo, talks)
+    rich.print(table)
+    # --8<-- [end:hlo-table]
+    return found
+
+
+def page_programs():
+    """The page's meshes, data and per-collective functions, as its earlier blocks build them."""
+    from snippets.concepts.collectives import (
+        diagram,
+        gathers,
+        movement,
+        positions,
+        reductions,
+    )
+
+    mesh, mesh_2x4 = diagram.build_meshes()
+    x, x8 = diagram.build_data(mesh)
+    functions = dict(
+        total=reductions.psum(mesh, x)[0],
+        row_total=reductions.psum_one_axis(mesh_2x4, x)[0],
+        mean=reductions.pmean(mesh, x)[0],
+        largest=reductions.pmax(mesh, x)[0],
+        gather=gathers.all_gather(mesh, x)[0],
+        gather_tiled=gathers.all_gather_tiled(mesh, x)[0],
+        scatter=gathers.psum_scatter(mesh, x8)[0],
+        shift=movement.ring_shift(mesh, x)[0],
+        exchange=movement.all_to_all(mesh, x8)[0],
+        position=positions.axis_index(mesh_2x4, x)[0],
+    )
+    return (mesh, mesh_2x4, x, x8), functions
+
+
+def main() -> None:
+    arrays, functions = page_programs()
+    hlo_table(*arrays, **functions)
+
+
+if __name__ == "__main__":
+    from docs_build.devices import use_cpu_devices
+
+    use_cpu_devices(8)
+    main()

@@ -1,9 +1,0 @@
-import pytest
-
-from snippets.choosing import costs
-
-
-@pytest.fixture(scope="package")
-def runs():
-    """Every strategy placed, compiled, measured and trained once for the package."""
-    return costs.run_all()

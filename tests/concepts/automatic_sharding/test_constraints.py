@@ -1,0 +1,122 @@
+import re
+
+import jax
+import numpy as np
+import pytest
+from jax import P
+from jax.sharding import NamedSharding
+
+from snippets.concepts.automatic_sharding import constraints
+from snippets.hlo import count_collectives
+
+X = np.arange(32.0).reshape(8, 4)
+
+
+def test_without_a_constraint_the_row_sums_are_all_reduced(x, compiled, capsys):
+    capsys.readouterr()
+    shares = constraints.without_constraint(x)
+    np.testing.assert_allclose(shares, X / X.sum(axis=1, keepdims=True), rtol=1e-6)
+    assert shares.sharding.spec == P("x", "y")
+    assert [count_collectives(c) for c in compiled] == [{"all-reduce": 1}]
+
+
+def test_the_constraint_gathers_whole_rows_instead(x, auto_mesh, compiled, capsys):
+    capsys.readouterr()
+    shares = constraints.with_constraint(x, auto_mesh)
+    np.testing.assert_allclose(shares, X / X.sum(axis=1, keepdims=True), rtol=1e-6)
+    assert shares.sharding.spec == P("x")
+    assert {s.data.shape for s in shares.addressable_shards} == {(4, 4)}
+    assert [count_collectives(c) for c in compiled] == [{"all-gather": 1}]
+    assert capsys.readouterr().out.splitlines() == [
+        "output spec: P('x',)",
+        "all-gather          1",
+    ]
+
+
+def test_resharding_costs_per_target(x, capsys):
+    capsys.readouterr()
+    costs = constraints.resharding_table(x)
+    assert costs == {
+        P("x", "y"): {},
+        P("x", None): {"all-gather": 1},
+        P(None, "y"): {"all-gather": 1},
+        P(("x", "y"), None): {"all-to-all": 1},
+        P("y", "x"): {"all-to-all": 1, "collective-permute": 1},
+        P(): {"all-gather": 2},
+    }
+    table = [re.split(r"\s{2,}", line) for line in capsys.readouterr().out.splitlines()]
+    assert table == [
+        ["x is float32[8,4] with spec P('x', 'y')"],
+        [""],
+        ["moved to", "collectives"],
+        ["P('x', 'y')", "none"],
+        ["P('x', None)", "1 all-gather"],
+        ["P(None, 'y')", "1 all-gather"],
+        ["P(('x', 'y'), None)", "1 all-to-all"],
+        ["P('y', 'x')", "1 all-to-all, 1 collective-permute"],
+        ["P()", "2 all-gather"],
+    ]
+
+
+def test_each_move_keeps_the_values(x, auto_mesh):
+    for spec in [P("x", None), P(("x", "y"), None), P("y", "x"), P()]:
+        target = NamedSharding(auto_mesh, spec)
+        moved = jax.jit(lambda a, t=target: jax.lax.with_sharding_constraint(a, t))(x)
+        assert moved.sharding.is_equivalent_to(target, 2)
+        np.testing.assert_array_equal(moved, X)
+
+
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [
+        (
+            [P(None, ("x", "y"))],
+            r"implies that array axis 1 is partitioned 8 times, but the dimension "
+            r"size is 4",
+        ),
+        ([P("x", "y", None)], r"at most 2 entries, got P\('x', 'y', None\)"),
+        ([("x", "y")], r"must be a P\(...\).*got \('x', 'y'\)"),
+        ([P("z")], r"Resource axis: z of P\('z',\) is not found in mesh"),
+    ],
+)
+def test_resharding_costs_says_what_to_change(x, targets, message):
+    with pytest.raises(ValueError, match=message):
+        constraints.resharding_costs(x, targets)
+
+
+def test_resharding_costs_needs_a_placed_array_on_auto_axes(mesh):
+    with pytest.raises(ValueError, match=r"x must be placed on a mesh with Auto axes"):
+        constraints.resharding_costs(np.zeros((8, 4)), [P()])
+    explicit = jax.device_put(np.zeros((8, 4)), NamedSharding(mesh, P("x")))
+    with pytest.raises(
+        ValueError, match=r"On Explicit axes, move arrays with jax\.reshard"
+    ):
+        constraints.resharding_costs(explicit, [P()])
+
+
+def test_device_put_inside_jit_moves_nothing_on_auto_axes(
+    x, auto_mesh, compiled, capsys
+):
+    capsys.readouterr()
+    moved = constraints.device_put_inside_jit(x, auto_mesh)
+    np.testing.assert_array_equal(moved, X)
+    assert moved.sharding.spec == P("x", "y")
+    assert [count_collectives(c) for c in compiled] == [{}]
+
+
+def test_device_put_inside_jit_does_move_on_explicit_axes(mesh):
+    # The contrast the page draws: on Explicit axes the same call is a reshard.
+    x = jax.device_put(X, NamedSharding(mesh, P("x", "y")))
+    move = jax.jit(lambda a: jax.device_put(a, NamedSharding(mesh, P("x", None))))
+    assert move(x).sharding.spec == P("x", None)
+    assert count_collectives(move.lower(x).compile()) == {"all-gather": 1}
+
+
+def test_reshard_refuses_auto_axes(x, auto_mesh, capsys):
+    capsys.readouterr()
+    constraints.reshard_on_auto_axes(x, auto_mesh)
+    assert capsys.readouterr().out.startswith(
+        "ValueError: PartitionSpec passed to reshard cannot contain axis names that "
+        "are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis "
+        "name: x of type: AxisType.Auto."
+    )

@@ -1,0 +1,124 @@
+import re
+
+import pytest
+
+from snippets.concepts.collectives import (
+    hlo_table,
+)
+
+
+@pytest.fixture(scope="module")
+def found(devices):
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        arrays, functions = hlo_table.page_programs()
+        start = len(out.getvalue())
+        result = hlo_table.hlo_table(*arrays, **functions)
+    return result, out.getvalue()[start:]
+
+
+EVERYONE = "{{0,1,2,3,4,5,6,7}}"
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "combiners", "groups"),
+    [
+        ("psum", ["1 all-reduce"], ["add"], [EVERYONE]),
+        ("psum over y (2 x 4)", ["1 all-reduce"], ["add"], ["{{0,1,2,3},{4,5,6,7}}"]),
+        ("pmean", ["1 all-reduce"], ["add"], [EVERYONE]),
+        ("pmax", ["1 all-reduce"], ["maximum"], [EVERYONE]),
+        ("all_gather", ["1 all-gather"], [], [EVERYONE]),
+        ("all_gather, tiled", ["1 all-gather"], [], [EVERYONE]),
+        # Written by hand in a shard_map, it stays a reduce-scatter even on CPU.
+        ("psum_scatter", ["1 reduce-scatter"], ["add"], [EVERYONE]),
+        (
+            "ppermute, ring",
+            ["1 collective-permute"],
+            [],
+            ["{{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}"],
+        ),
+        ("all_to_all", ["1 all-to-all"], [], [EVERYONE]),
+        ("axis_index (2 x 4)", ["partition-id"], [], []),
+    ],
+)
+def test_each_collective_is_one_hlo_operation(found, name, ops, combiners, groups):
+    assert found[0][name] == (ops, combiners, groups)
+
+
+def test_the_table_has_a_row_per_collective(found):
+    table = found[1]
+    assert table.splitlines()[0].strip() == "On 8 CPU devices"
+    body = [line for line in table.splitlines() if line.startswith("│ ")]
+    names = [line.split("│")[1].strip() for line in body if line.split("│")[1].strip()]
+    assert names.pop(0) == "jax.lax"  # the header
+    assert names == list(found[0])
+    assert re.search(
+        r"│ pmax\s+│ 1 all-reduce \(maximum\)\s+│ \{\{0,1,2,3,4,5,6,7}}", table
+    )
+
+
+def test_hlo_ops_counts_with_count_collectives(found, line_mesh):
+    import jax
+    from jax import P
+
+    from snippets.hlo import count_collectives
+
+    double = jax.jit(
+        jax.shard_map(
+            lambda b: b * 2, mesh=line_mesh, in_specs=P("x"), out_specs=P("x")
+        )
+    )
+    x = jax.device_put(jax.numpy.arange(8.0), jax.NamedSharding(line_mesh, P("x")))
+    compiled = double.lower(x).compile()
+    assert count_collectives(compiled) == {}
+    assert hlo_table.hlo_ops(compiled) == ([], [], [])
+
+
+def test_pmean_is_an_add_all_reduce_then_a_multiply(line_mesh):
+    import functools
+
+    import jax
+
+    from snippets.concepts.collectives.diagram import per_device
+
+    def compiled_text(f):
+        run = jax.jit(functools.partial(per_device, f, mesh=line_mesh))
+        return run.lower(jax.numpy.arange(16.0)).compile().as_text()
+
+    mean = compiled_text(lambda b: jax.lax.pmean(b, "x"))
+    total = compiled_text(lambda b: jax.lax.psum(b, "x"))
+    assert re.search(r"\smultiply\(", mean)  # by 1/8, on each device
+    assert not re.search(r"\smultiply\(", total)
+
+
+@pytest.mark.parametrize(
+    ("groups", "ids"),
+    [
+        ("mesh['x'=8] {'x'}", EVERYONE),
+        ("mesh['x'=2,'y'=4] {'y'}", "{{0,1,2,3},{4,5,6,7}}"),
+        ("mesh['x'=2,'y'=4] {'x'}", "{{0,4},{1,5},{2,6},{3,7}}"),
+        ("mesh['x'=2,'y'=4] {'x','y'}", EVERYONE),
+        ("{{0,1},{1,2}}", "{{0,1},{1,2}}"),
+    ],
+)
+def test_mesh_axis_groups_become_device_ids(groups, ids):
+    assert hlo_table.device_groups(groups) == ids
+
+
+def test_the_cpu_program_names_groups_by_mesh_axis(line_mesh):
+    """The page's annotation says so; a release that changes the syntax fails here."""
+    import jax
+    from jax import P
+
+    total = jax.jit(
+        jax.shard_map(
+            lambda b: jax.lax.psum(b, "x"),
+            mesh=line_mesh,
+            in_specs=P("x"),
+            out_specs=P(),
+        )
+    )
+    x = jax.device_put(jax.numpy.arange(8.0), jax.NamedSharding(line_mesh, P("x")))
+    assert "replica_groups=mesh['x'=8] {'x'}" in total.lower(x).compile().as_text()

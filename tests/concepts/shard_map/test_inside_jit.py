@@ -1,0 +1,36 @@
+import numpy as np
+
+from snippets.concepts.shard_map import inside_jit, local_view, partial_sums
+from snippets.hlo import count_collectives
+
+
+def test_psum_is_the_one_all_reduce_of_the_compiled_program(line_mesh, capsys):
+    _, x = local_view.build_data()
+    global_sum, _ = partial_sums.total(line_mesh, x)
+    capsys.readouterr()
+    mean, double = inside_jit.compiled_collectives(line_mesh, x, global_sum)
+    assert count_collectives(mean) == {"all-reduce": 1}
+    assert count_collectives(double) == {}
+    np.testing.assert_allclose(mean(x), np.mean(np.arange(16.0)))
+    np.testing.assert_array_equal(double(x), np.arange(16.0) * 2)
+    assert capsys.readouterr().out.splitlines() == [
+        "mean(x) = 7.5",
+        "-- mean: psum in the body",
+        "all-reduce          1",
+        "-- jax.jit(double): no collective in the body",
+        "collectives: none",
+    ]
+
+
+def test_set_mesh_lets_shard_map_leave_out_the_mesh(line_mesh):
+    # The page's tip: under jax.set_mesh, mesh= can be omitted.
+    import jax
+    from jax import P
+    from jax.sharding import NamedSharding
+
+    x = jax.device_put(np.arange(16.0), NamedSharding(line_mesh, P("x")))
+    with jax.set_mesh(line_mesh):
+        total = jax.shard_map(
+            lambda b: jax.lax.psum(b.sum(), "x"), in_specs=P("x"), out_specs=P()
+        )(x)
+    assert float(total) == 120.0

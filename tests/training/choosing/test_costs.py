@@ -1,0 +1,143 @@
+import re
+
+import pytest
+from jax import P
+
+from snippets.hlo import count_collectives
+from snippets.training.choosing import costs
+from snippets.training.choosing import strategies as st
+
+SIZES = (21_024, 32, 2_048)  # W, b, A for the MLP and a batch of 64
+
+EXPECTED_COUNTS = {
+    "data parallel": {"all-reduce": 1},
+    "FSDP": {"all-gather": 4, "all-reduce": 1},
+    "tensor parallel": {"all-reduce": 1},
+    "2-D (2, 4)": {"all-reduce": 2},
+    "2-D (4, 2)": {"all-reduce": 2},
+}
+
+
+class FakeCompiled:
+    def __init__(self, text):
+        self.text = text
+
+    def as_text(self):
+        return self.text
+
+
+def test_collective_bytes_reads_plain_tuple_and_async_results():
+    hlo = "\n".join(
+        [
+            "  %all-reduce = f32[64,8]{1,0} all-reduce(%x), to_apply=%add",
+            "  %all-reduce.5 = (f32[], f32[8]{0}, bf16[4,4]{1,0}) all-reduce(%a, %b, %c)",
+            "  %ag = s32[16]{0} all-gather-start(%y), dimensions={0}",
+            "  %ag.done = s32[16]{0} all-gather-done(%ag)",
+            "  %add = f32[8]{0} add(%p, %q)",
+        ]
+    )
+    assert costs.collective_bytes(FakeCompiled(hlo)) == {
+        "all-reduce": (2, 64 * 8 * 4 + 4 + 8 * 4 + 16 * 2),
+        "all-gather": (1, 16 * 4),
+    }
+
+
+def test_the_sizes_the_formulas_use(capsys):
+    assert costs.model_sizes() == SIZES
+    assert capsys.readouterr().out == "W = 21,024 bytes of weights, b = 32, A = 2,048\n"
+
+
+@pytest.mark.parametrize("name", list(st.STRATEGIES))
+def test_collectives_in_each_compiled_step(runs, name):
+    compiled = runs[name].compiled
+    assert count_collectives(compiled) == EXPECTED_COUNTS[name]
+    found = costs.collective_bytes(compiled)
+    assert {op: n for op, (n, _) in found.items()} == EXPECTED_COUNTS[name]
+
+
+@pytest.mark.parametrize("name", list(st.STRATEGIES))
+def test_measured_bytes_equal_the_formulas(runs, name):
+    run, want = runs[name], costs.formulas(name, *SIZES)
+    assert run.params == want["params"][1]
+    assert run.adam == want["adam"][1]
+    assert set(run.collectives) == {op for op in want if op in EXPECTED_COUNTS[name]}
+    for op, (count, total) in run.collectives.items():
+        assert (count, total) == (want[op][0], want[op][2]), op
+
+
+def test_the_formulas_as_numbers():
+    table = {name: costs.formulas(name, *SIZES) for name in st.STRATEGIES}
+    assert {n: t["params"] for n, t in table.items()} == {
+        "data parallel": ("W", 21_024),
+        "FSDP": ("W/8", 2_628),
+        "tensor parallel": ("(W-b)/8 + b", 2_656),
+        "2-D (2, 4)": ("(W-b)/4 + b", 5_280),
+        "2-D (4, 2)": ("(W-b)/2 + b", 10_528),
+    }
+    assert table["FSDP"]["adam"] == ("2 * params + 4", 5_260)
+    assert table["data parallel"]["all-reduce"] == (1, "params + 4", 21_028)
+    assert table["FSDP"]["all-gather"] == (4, "W", 21_024)
+    assert table["FSDP"]["all-reduce"] == (1, "W + 4", 21_028)
+    assert table["tensor parallel"]["all-reduce"] == (1, "A", 2_048)
+    assert table["2-D (2, 4)"]["all-reduce"] == (2, "A/2 + params + 4", 6_308)
+    assert table["2-D (4, 2)"]["all-reduce"] == (2, "A/4 + params + 4", 11_044)
+
+
+def test_what_the_guidance_reads_from_the_table(runs):
+    def sent(name):
+        return sum(total for _, total in runs[name].collectives.values())
+
+    # FSDP: weights and Adam state divided by 8, twice data parallelism's traffic.
+    assert runs["FSDP"].params * 8 == runs["data parallel"].params
+    assert sent("FSDP") == 42_052 == 2 * sent("data parallel") - 4
+    # Tensor parallelism sends the output activations only.
+    assert sent("tensor parallel") == 2_048
+    # For this model (W about ten times A), the larger model axis moves less.
+    assert sent("2-D (2, 4)") < sent("2-D (4, 2)")
+    # FSDP's scratch memory is the largest: the gathered weights live there.
+    temps = {name: run.temp for name, run in runs.items()}
+    assert max(temps, key=temps.get) == "FSDP"
+    assert temps["FSDP"] >= SIZES[0]
+    assert all(run.seconds > 0 for run in runs.values())
+
+
+def test_fsdp_block_prints_its_collectives(runs, capsys):
+    assert costs.fsdp_collectives(runs) == {"all-gather": 4, "all-reduce": 1}
+    assert capsys.readouterr().out.splitlines() == [
+        "all-reduce          1",
+        "all-gather          4",
+    ]
+
+
+def test_the_table_shows_measured_numbers_and_formulas(runs, capsys):
+    costs.show_table(runs, *SIZES)
+    out = capsys.readouterr().out
+    assert "One train step of the MLP, batch 64, per device" in out
+    assert "this 2-core CPU machine, 8 virtual devices: relative only" in out
+    rows = [line for line in out.splitlines() if line.startswith("│ ")]
+    first = [cell.strip() for cell in rows[0].strip("│").split("│")]
+    assert first[:5] == [
+        "data parallel",
+        "21,024",
+        "42,052",
+        f"{runs['data parallel'].temp:,}",
+        "1 all-reduce: 21,028",
+    ]
+    assert "4 all-gather: 21,024" in out and "= A/2 + params + 4" in out
+
+
+def test_fsdp_split_along_the_hidden_units_gathers_the_batch(monkeypatch):
+    rules = {
+        "up.kernel": P(None, "data"),
+        "up.bias": P("data"),
+        "down.kernel": P("data", None),
+        "down.bias": P("data"),
+    }
+    monkeypatch.setitem(
+        st.STRATEGIES, "hidden split", ((8,), ("data",), rules, P("data"))
+    )
+    run = costs.run_strategy("hidden split")
+    assert run.params == SIZES[0] // 8  # the same memory as FSDP ...
+    gathered = re.findall(r"= (\S+) all-gather\(", run.compiled.as_text())
+    assert "f32[64,32]{1,0}" in gathered  # ... but the whole batch is gathered
+    assert not any(shape.startswith("f32[32,128]") for shape in gathered)

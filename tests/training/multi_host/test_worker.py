@@ -1,0 +1,73 @@
+import jax
+import numpy as np
+import pytest
+from jax import P
+from jax.sharding import AxisType, NamedSharding
+
+from snippets.models import batches
+from snippets.training.multi_host import worker
+
+
+@pytest.fixture(scope="module")
+def data_mesh(devices):
+    return jax.make_mesh((8,), ("data",), axis_types=(AxisType.Explicit,))
+
+
+def test_dataset_stacks_the_models_batches(data):
+    x, y = data
+    assert x.shape == (5, 64, 32) and y.shape == (5, 64, 8)
+    assert isinstance(x, np.ndarray)
+    for step, (xb, yb) in enumerate(batches(5, 64)):
+        np.testing.assert_array_equal(x[step], xb)
+        np.testing.assert_array_equal(y[step], yb)
+
+
+def test_dataset_reads_the_same_arrays_from_a_file(data, tmp_path):
+    x, y = data
+    np.savez(tmp_path / "data.npz", x=x, y=y)
+    x2, y2 = worker.dataset(5, 64, str(tmp_path / "data.npz"))
+    np.testing.assert_array_equal(x2, x)
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_one_process_supplies_the_whole_global_batch(data, data_mesh):
+    x, y = data
+    xg, yg = worker.global_batch(data_mesh, x[0], y[0])
+    assert xg.shape == (64, 32) and yg.shape == (64, 8)
+    assert xg.sharding == NamedSharding(data_mesh, P("data"))
+    assert [s.data.shape for s in xg.addressable_shards] == [(8, 32)] * 8
+    placed = jax.device_put(x[0], NamedSharding(data_mesh, P("data")))
+    for a, b in zip(xg.addressable_shards, placed.addressable_shards, strict=True):
+        assert a.device == b.device and a.index == b.index
+        np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(yg, y[0])
+
+
+def test_a_batch_the_devices_cannot_share_is_refused(data, data_mesh):
+    x, y = data
+    with pytest.raises(ValueError) as err:
+        worker.global_batch(data_mesh, x[0, :60], y[0, :60])
+    assert str(err.value) == (
+        "a batch of 60 rows cannot be split over the 8 devices of mesh axis 'data': "
+        "use a batch that is a multiple of 8."
+    )
+
+
+def test_train_in_one_process_matches_the_reference(single_run):
+    (losses, weights, ref_losses, ref_model), _ = single_run
+    assert len(losses) == 5
+    np.testing.assert_allclose(losses, ref_losses, rtol=0, atol=1e-5)
+    ref = worker.named_weights(ref_model)
+    assert (
+        set(weights) == set(ref) == {"up.kernel", "up.bias", "down.kernel", "down.bias"}
+    )
+    for name in ref:
+        assert weights[name].shape == ref[name].shape
+        np.testing.assert_allclose(weights[name], ref[name], rtol=0, atol=1e-5)
+
+
+def test_the_command_line_checks_the_process_id(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        worker.main(["--process-id", "2", "--port", "1", "--out", "x.npz"])
+    assert exit_.value.code == 2
+    assert "--process-id must be in 0..1" in capsys.readouterr().err

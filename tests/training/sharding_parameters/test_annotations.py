@@ -1,0 +1,62 @@
+import jax
+import numpy as np
+from flax import nnx
+from jax import P
+
+from snippets import models
+from snippets.training.sharding_parameters import annotations
+
+from .test_path_rules import table_rows
+
+
+def test_without_a_mesh_the_annotated_model_cannot_be_created(capsys):
+    annotations.without_mesh()
+    assert capsys.readouterr().out == (
+        "ValueError: An auto mesh context or metadata is required if creating a "
+        "variable with annotation out_sharding=P(None, 'model'). For more guidance, "
+        "see https://flax.readthedocs.io/en/latest/flip/4844-var-eager-sharding.html.\n"
+    )
+
+
+def test_under_set_mesh_each_parameter_is_placed_as_annotated(run):
+    # down/bias, down/kernel, up/bias, up/kernel, as created
+    specs = [sharding.spec for sharding, _ in run.initial]
+    assert specs == [P(None), P("model", None), P("model"), P(None, "model")]
+    assert {sharding.mesh for sharding, _ in run.initial} == {run.mesh}
+    assert table_rows(run.annotated_out) == [
+        ["down/bias", "(8,)", "P(None,)", "(8,)"],
+        ["down/kernel", "(128, 8)", "P('model', None)", "(32, 8)"],
+        ["up/bias", "(128,)", "P('model',)", "(32,)"],
+        ["up/kernel", "(32, 128)", "P(None, 'model')", "(32, 32)"],
+    ]
+
+
+def test_the_same_layout_and_values_as_the_rules(run):
+    pairs = zip(run.initial, jax.tree.leaves(nnx.state(run.model)), strict=True)
+    for (sharding, value), b in pairs:
+        assert sharding.is_equivalent_to(b.sharding, b.ndim)
+        np.testing.assert_array_equal(value, b)
+
+
+def test_get_partition_spec_reads_annotations_not_placement(run):
+    assert run.specs_out.splitlines() == [
+        "parameter    AnnotatedMLP       MLP sharded by rules",
+        "up/kernel    P(None, 'model')   P()",
+        "up/bias      P('model',)        P()",
+        "down/kernel  P('model', None)   P()",
+        "same initial values as the MLP: True",
+    ]
+    specs = jax.tree.leaves(
+        nnx.get_partition_spec(nnx.state(run.model)),
+        is_leaf=lambda x: isinstance(x, P),
+    )
+    assert specs == [P()] * 4
+
+
+def test_with_partitioning_can_take_the_mesh_instead_of_a_context(run):
+    """The page's other way to supply a mesh: mesh= on with_partitioning."""
+    init = nnx.with_partitioning(
+        nnx.initializers.lecun_normal(), (None, "model"), mesh=run.mesh
+    )
+    layer = nnx.Linear(models.D_IN, models.D_HIDDEN, kernel_init=init, rngs=nnx.Rngs(0))
+    assert layer.kernel[...].sharding.spec == P(None, "model")
