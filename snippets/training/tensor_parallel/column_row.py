@@ -179,10 +179,7 @@ def main() -> None:
     x, _, _ = hidden_stays_split(model, mesh)
     forward(model, x)
     explicit_axes_refuse(column_row, x)
-    from snippets.training.tensor_parallel import heads, training
-
-    training.main_steps(model, mesh)
-    heads.main_steps(column_row, mesh)
+    # The page goes on with training.py and heads.py (each runnable on its own), then here.
     hidden_not_divisible(column_row, mesh)
     hidden_rounded_up(column_row, mesh)
 

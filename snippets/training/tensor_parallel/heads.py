@@ -14,7 +14,12 @@ from jax.sharding import Mesh, NamedSharding
 # column_row.py.
 from snippets.hlo import print_collectives
 from snippets.models import Block
-from snippets.training.tensor_parallel.column_row import print_params, shard_params
+from snippets.training.tensor_parallel.column_row import (
+    model_mesh,
+    place_mlp,
+    print_params,
+    shard_params,
+)
 
 
 def place_block(column_row: dict[str, P], mesh: Mesh) -> tuple[dict[str, P], Block]:
@@ -70,10 +75,8 @@ def main_steps(column_row: dict[str, P], mesh: Mesh) -> None:
 
 
 def main() -> None:
-    from snippets.training.tensor_parallel import column_row
-
-    mesh = column_row.model_mesh()
-    specs, _ = column_row.place_mlp(mesh)
+    mesh = model_mesh()
+    specs, _ = place_mlp(mesh)
     main_steps(specs, mesh)
 
 

@@ -15,6 +15,7 @@ from jax.sharding import Mesh, NamedSharding
 # The page shows these by including the sections of snippets/models.py and hlo.py.
 from snippets.hlo import print_collectives
 from snippets.models import MLP, batches, train_reference, train_step
+from snippets.training.tensor_parallel.column_row import model_mesh, place_mlp
 
 
 def compile_step(model: MLP, mesh: Mesh):
@@ -61,10 +62,8 @@ def main_steps(model: MLP, mesh: Mesh) -> None:
 
 
 def main() -> None:
-    from snippets.training.tensor_parallel import column_row
-
-    mesh = column_row.model_mesh()
-    _, model = column_row.place_mlp(mesh)
+    mesh = model_mesh()
+    _, model = place_mlp(mesh)
     main_steps(model, mesh)
 
 
