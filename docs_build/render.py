@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import importlib.metadata
 import io
 import itertools
 import math
@@ -179,6 +180,10 @@ def plot_figure(figure) -> Figure:
     return Figure(svg=svg, text=text)
 
 
+# The private functions of jax._src.debugging that _distinct_colours replaces.
+PRIVATE_DRAWING = ("make_color_iter", "_get_text_color")
+
+
 def _debugging():
     from jax._src import debugging
 
@@ -191,18 +196,23 @@ def _distinct_colours():
     jax before 0.12 walked its colour map in steps of n/2 + 1, which for a 2-way (or 6-way)
     split lands on the same colour again, so both halves of an array looked like one block
     (0.12 fixed the step; the same colours on every release keep diagrams comparable). Its
-    label colour uses a brightness cut-off, which writes white on some light colours. Only colours change: layout and labels are jax's own.
-    Returns what it replaced.
+    label colour uses a brightness cut-off, which writes white on some light colours. Only
+    colours change: layout and labels are jax's own. Returns what it replaced.
+
+    This is the build's one reach into JAX's internals for drawing; a release that moves
+    these functions fails here, loudly, rather than drawing diagrams that differ silently.
     """
     debugging = _debugging()
-    original = (
-        getattr(debugging, "make_color_iter", None),
-        getattr(debugging, "_get_text_color", None),
-    )
-    if (
-        None in original
-    ):  # a later jax reorganised this; its own colours will have to do
-        return None
+    missing = [
+        name for name in PRIVATE_DRAWING if not callable(getattr(debugging, name, None))
+    ]
+    if missing:
+        raise RuntimeError(
+            f"jax._src.debugging no longer has {', '.join(missing)} (jax "
+            f"{importlib.metadata.version('jax')}): docs_build/render.py replaces them to "
+            "colour sharding diagrams; update _distinct_colours for this release."
+        )
+    original = tuple(getattr(debugging, name) for name in PRIVATE_DRAWING)
 
     def make_color_iter(color_map, num_rows, num_cols):
         count = num_rows * num_cols

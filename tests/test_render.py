@@ -171,3 +171,26 @@ def test_a_figure_left_open_is_shown_at_the_end_of_the_block():
         plt.plot([1.0, 2.0])
         print("no show() called")
     assert [type(c).__name__ for c in captured.chunks] == ["str", "Figure"]
+
+
+def test_the_private_drawing_functions_are_where_render_expects_them():
+    """A JAX release that moves them fails here (and `nox -s latest` shows it)."""
+    import inspect
+
+    from jax._src import debugging
+
+    for name in render.PRIVATE_DRAWING:
+        assert callable(getattr(debugging, name, None)), name
+    assert list(inspect.signature(debugging.make_color_iter).parameters) == [
+        "color_map",
+        "num_rows",
+        "num_cols",
+    ]
+
+
+def test_a_moved_private_function_fails_loudly(monkeypatch):
+    from jax._src import debugging
+
+    monkeypatch.delattr(debugging, "make_color_iter")
+    with pytest.raises(RuntimeError, match="no longer has make_color_iter"):
+        render._distinct_colours()
