@@ -194,3 +194,49 @@ def test_a_moved_private_function_fails_loudly(monkeypatch):
     monkeypatch.delattr(debugging, "make_color_iter")
     with pytest.raises(RuntimeError, match="no longer has make_color_iter"):
         render._distinct_colours()
+
+
+def test_compact_merges_touching_cells_of_one_colour_and_nothing_else():
+    def rect(fill, x, y, w):
+        return (
+            f'<rect fill="{fill}" x="{x}" y="{y}" width="{w}" height="24.65"'
+            ' shape-rendering="crispEdges"/>'
+        )
+
+    svg = (
+        '<svg shape-rendering="crispEdges">'
+        + rect("#ffffff", 0, 1.5, 12.2)
+        + rect("#ffffff", 12.2, 1.5, 12.2)  # touches the first: one rect
+        + rect("#000000", 24.4, 1.5, 12.2)  # another colour
+        + rect("#ffffff", 36.6, 1.5, 12.2)  # white again, after the black
+        + rect("#ffffff", 48.8, 25.9, 12.2)  # the next row
+        + '<text x="0" y="20" textLength="24.4" clip-path="url(#sd1-line-0)">a&#160;b</text>'
+        + "</svg>"
+    )
+    out = render.compact(svg)
+    assert re.findall(
+        r'<rect fill="(#\w+)" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', out
+    ) == [
+        ("#ffffff", "0", "24.4"),
+        ("#000000", "24.4", "12.2"),
+        ("#ffffff", "36.6", "12.2"),
+        ("#ffffff", "48.8", "12.2"),
+    ]
+    assert "clip-path" not in out and "&#160;" not in out
+    assert "a\u00a0b" in out
+
+
+def test_a_diagram_is_compact(mesh):
+    with render.capture() as captured:
+        jax.debug.visualize_sharding((8, 8), NamedSharding(mesh, P("x", "y")))
+    svg = captured.chunks[0].svg
+    assert "clip-path" not in svg and "<clipPath" not in svg and "&#160;" not in svg
+    rects = [
+        (fill, float(x), y, float(w))
+        for fill, x, y, w in re.findall(
+            r'<rect fill="(#\w+)" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"', svg
+        )
+    ]
+    ends = {(fill, y, round(x + w, 1)) for fill, x, y, w in rects}
+    touching = [r for r in rects if (r[0], r[2], round(r[1], 1)) in ends]
+    assert rects and not touching  # no two cells of one colour left side by side

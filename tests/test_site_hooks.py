@@ -157,7 +157,7 @@ def test_diagrams_are_inline_svg_with_device_labels(built_site):
             r'<svg class="rich-svg".*?</svg>', page.read_text("utf-8"), re.S
         )
     ]
-    diagrams = [svg for svg in svgs if re.search(r">CPU&#160;\d", svg)]
+    diagrams = [svg for svg in svgs if re.search(r">CPU\u00a0\d", svg)]
     assert len(diagrams) >= 10  # sharding diagrams; the other drawings are tables
     for svg in svgs:
         assert 'role="img"' in svg and re.search(r'aria-label="[^"]{8,}"', svg)
