@@ -185,8 +185,10 @@ def reader_traceback(err: BaseException, shown: str) -> str:
 def run_cases(exercise, fn, shown: str) -> int:
     from snippets.exercises.grading import (
         called_primitives,
+        primitive_names,
         program_problems,
-        traced_primitives,
+        sharded_work_problems,
+        traced_program,
     )
 
     cases = exercise.cases()
@@ -218,8 +220,10 @@ def run_cases(exercise, fn, shown: str) -> int:
 
     program_ok = True
     if (exercise.requires or exercise.forbids) and probe is not None:
+        jaxpr = None
         try:
-            names = traced_primitives(fn, probe.args(), exercise.traced)
+            jaxpr = traced_program(fn, probe.args(), exercise.traced)
+            names = primitive_names(jaxpr)
         except Exception:
             # Not traceable as a whole (it may read .sharding off a result, which
             # works eagerly): record the operations of an ordinary call instead.
@@ -229,6 +233,8 @@ def run_cases(exercise, fn, shown: str) -> int:
                 names = None
         if names is not None:  # else it raised, and the cases above say so
             problems = program_problems(exercise, names)
+            if not problems and jaxpr is not None and "shard_map" in exercise.requires:
+                problems = sharded_work_problems(jaxpr)
             wanted = ", ".join(f"uses {op}" for op in exercise.requires)
             avoided = ", ".join(f"no {op}" for op in exercise.forbids)
             report(f"program ({'; '.join(filter(None, [wanted, avoided]))})", problems)

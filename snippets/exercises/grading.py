@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.extend.core import Literal  # a constant in a jaxpr, which no shard_map made
 from jax.sharding import Mesh, NamedSharding
 
 Problems = list[str]
@@ -186,8 +187,8 @@ def primitive_names(jaxpr) -> set[str]:
     return names
 
 
-def traced_primitives(fn: Callable, args: tuple, traced: tuple[int, ...]) -> set[str]:
-    """Trace fn(*args) with the arguments at positions `traced` as abstract arrays."""
+def traced_program(fn: Callable, args: tuple, traced: tuple[int, ...]):
+    """The jaxpr of fn(*args), the arguments at positions `traced` abstract arrays."""
 
     def with_arrays(*arrays):
         full = list(args)
@@ -195,8 +196,65 @@ def traced_primitives(fn: Callable, args: tuple, traced: tuple[int, ...]) -> set
             full[position] = array
         return fn(*full)
 
-    closed = jax.make_jaxpr(with_arrays)(*(args[i] for i in traced))
-    return primitive_names(closed.jaxpr)
+    return jax.make_jaxpr(with_arrays)(*(args[i] for i in traced)).jaxpr
+
+
+def traced_primitives(fn: Callable, args: tuple, traced: tuple[int, ...]) -> set[str]:
+    """Every primitive of fn(*args)'s traced program."""
+    return primitive_names(traced_program(fn, args, traced))
+
+
+def _splits(eqn) -> bool:
+    """A shard_map that gives devices different blocks: an in_specs entry names an axis."""
+    return any(
+        entry is not None
+        for spec in eqn.params.get("in_specs", ())
+        for entry in (spec or ())
+    )
+
+
+def shard_map_flow(jaxpr) -> tuple[bool, bool]:
+    """(a shard_map splits an input, and what it computes reaches the result).
+
+    A value depends on a splitting shard_map if that shard_map made it, or it was made from
+    such a value; a call (jit, another shard_map) whose own result depends on one counts as
+    one. A shard_map whose result is thrown away, or that hands every device the whole
+    input, does not show that the work was sharded.
+    """
+    tainted: set = set()
+    splits = False
+    for eqn in jaxpr.eqns:
+        source = False
+        if eqn.primitive.name == "shard_map" and _splits(eqn):
+            source = splits = True
+        for value in eqn.params.values():
+            for sub in _subjaxprs(value):
+                inner_splits, inner_reaches = shard_map_flow(sub)
+                splits |= inner_splits
+                source |= inner_reaches
+        fed = any(v in tainted for v in eqn.invars if not isinstance(v, Literal))
+        if source or fed:
+            tainted.update(eqn.outvars)
+    reaches = any(v in tainted for v in jaxpr.outvars if not isinstance(v, Literal))
+    return splits, reaches
+
+
+def sharded_work_problems(jaxpr) -> Problems:
+    """For an exercise whose work must run in a shard_map: is it split, and is it used?"""
+    splits, reaches = shard_map_flow(jaxpr)
+    if not splits:
+        return [
+            "its shard_map gives every device the whole input: every in_specs entry is "
+            "P() (or None), so nothing is split. Name the mesh axis the rows go over, "
+            "e.g. in_specs=P('x')."
+        ]
+    if not reaches:
+        return [
+            "what its shard_map computes never reaches the result: the function returns "
+            "something computed another way. Return (or build the result from) the "
+            "shard_map's output."
+        ]
+    return []
 
 
 def called_primitives(fn: Callable, args: tuple) -> set[str]:

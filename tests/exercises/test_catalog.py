@@ -39,6 +39,39 @@ WRONG = {
                 "wrong values: 7 of 8 differ. The first is at index 0: expected -4, got 4."
             ],
         ),
+        (
+            "replicated in_specs and out_specs: every device does all the work",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import AxisType
+
+
+            def shard_map_double(x):
+                mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+                return jax.shard_map(
+                    lambda y: y * 2.0, mesh=mesh, in_specs=P(), out_specs=P()
+                )(x)
+            """,
+            ["its shard_map gives every device the whole input"],
+        ),
+        (
+            "a shard_map computed, then thrown away",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import AxisType
+
+
+            def shard_map_double(x):
+                mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+                jax.shard_map(
+                    lambda y: y * 2.0, mesh=mesh, in_specs=P("data"), out_specs=P("data")
+                )(x)
+                return x * 2.0
+            """,
+            ["what its shard_map computes never reaches the result"],
+        ),
     ],
     "shard_map_vs_vmap": [
         (
@@ -92,6 +125,26 @@ WRONG = {
                 return jnp.stack([row(x), sm])
             """,
             ["build it from as many devices as divide B"],
+        ),
+        (
+            "the shard_map result discarded, vmap returned twice",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+            from jax.sharding import AxisType
+
+
+            def shard_map_vs_vmap(x):
+                row = jax.vmap(lambda r: jnp.sum(r**2))
+                k = max(k for k in range(1, 9) if x.shape[0] % k == 0)
+                mesh = jax.make_mesh(
+                    (k,), ("rows",), axis_types=(AxisType.Auto,), devices=jax.devices()[:k]
+                )
+                jax.shard_map(row, mesh=mesh, in_specs=P("rows"), out_specs=P("rows"))(x)
+                return jnp.stack([row(x), row(x)])
+            """,
+            ["what its shard_map computes never reaches the result"],
         ),
     ],
     "shard_map_simulate": [
