@@ -620,11 +620,16 @@ def fsdp_problems(got, args, reference) -> Problems:
     from flax import nnx
 
     model, mesh = args
-    if got is not None and not isinstance(got, nnx.Module):
+    if got is None:
+        return ["it returned None: change the model in place, then return it."]
+    if not isinstance(got, nnx.Module):
+        return [f"it returned {kind(got)}; change the model in place and return it."]
+    if got is not model:
         return [
-            f"it returned {kind(got)}; return the model (or None, having changed it)."
+            "it returned a new model: change the one it was given in place (set each "
+            "parameter's value), then return that one."
         ]
-    arrays = param_arrays(model if got is None else got)
+    arrays = param_arrays(model)
     for name, value in param_arrays(reference).items():
         if name not in arrays:
             return [f"the model has lost its parameter {name}."]
@@ -657,6 +662,21 @@ def fsdp_problems(got, args, reference) -> Problems:
             f"(the total, {byte_count(total)}, divided by {n})."
             + (f" Not split over 'data': {', '.join(whole)}." if whole else "")
         )
+        return problems
+    for (
+        name,
+        array,
+    ) in arrays.items():  # the page's rule: the largest dimension n divides
+        fits = [size for size in array.shape if size % n == 0]
+        spec = array.sharding.spec if isinstance(array.sharding, NamedSharding) else ()
+        split = [d for d, entry in enumerate(spec) if entry is not None]
+        if fits and split and array.shape[split[0]] != max(fits):
+            largest = array.shape.index(max(fits))
+            problems.append(
+                f"{name} {tuple(array.shape)} is split along dimension {split[0]} (size "
+                f"{array.shape[split[0]]}); its largest dimension that {n} divides is "
+                f"dimension {largest} (size {max(fits)}): split that one."
+            )
     return problems
 
 

@@ -656,13 +656,33 @@ WRONG = {
                 return model
             """,
             [
-                "  ok      case 1 of 3",
-                "  FAILED  case 2 of 3",
-                "param.set_value(jax.device_put(param[...], sharding))",
-                "ValueError: Sharding spec ('data',) implies that array axis 0 is "
-                "partitioned 8 times, but does not evenly divide the dimension size 4. "
-                "Got shape: (4, 8, 32)",
+                "  FAILED  case 1 of 3",
+                "up.kernel (32, 128) is split along dimension 0 (size 32); its largest "
+                "dimension that 8 divides is dimension 1 (size 128): split that one.",
             ],
+        ),
+        (
+            "a new model instead of the one given",
+            """
+            import jax
+            from flax import nnx
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def fsdp_shard(model, mesh):
+                n = mesh.shape["data"]
+                state = nnx.state(model)
+
+                def place(x):
+                    dims = [d for d, s in enumerate(x.shape) if s % n == 0]
+                    dim = max(dims, key=lambda d: x.shape[d])
+                    return jax.device_put(x, NamedSharding(mesh, P(*[None] * dim, "data")))
+
+                graph = nnx.graphdef(model)
+                return nnx.merge(graph, jax.tree.map(place, state))
+            """,
+            ["it returned a new model: change the one it was given in place"],
         ),
     ],
     "gpipe_schedule": [
