@@ -704,18 +704,26 @@ def gpipe_schedule_cases() -> list[Case]:
                 check=lambda got, a, e=expected: schedule_problems(got, e),
             )
         )
-    cases.append(
-        Case(
-            about="num_stages=0, num_microbatches=4: should raise",
-            args=lambda: (0, 4),
-            raises=ValueError,
+    # Every way the page's rule can be broken: too few stages, too few microbatches, and a
+    # count that is not a whole number (2.5 stages would give half a row).
+    for stages, micro in [(0, 4), (4, 0), (2.5, 4)]:
+        cases.append(
+            Case(
+                about=f"num_stages={stages}, num_microbatches={micro}: should raise",
+                args=lambda s=stages, m=micro: (s, m),
+                raises=ValueError,
+            )
         )
-    )
     return cases
 
 
 def schedule_problems(got, expected: np.ndarray) -> Problems:
     problems = array_problems(got, expected, exact=True)
+    if not problems and not np.issubdtype(np.asarray(got).dtype, np.integer):
+        return [
+            f"the entries are {np.asarray(got).dtype}, not integers: they number "
+            "microbatches, so return an integer array (e.g. .astype(int))."
+        ]
     stages, steps = expected.shape
     if problems and np.shape(got) == (stages, steps - stages + 1):
         problems.append(
@@ -821,10 +829,12 @@ def mesh_shape_for_cases() -> list[Case]:
         (8, 100 * GB, 16 * GB, (1, 8)),
         (6, 30 * GB, 16 * GB, (3, 2)),
         (6, 50 * GB, 16 * GB, (1, 6)),
+        (8, 32 * GB, 16 * GB, (4, 2)),  # the budget filled exactly: it fits
+        (8, 32 * GB + 1, 16 * GB, (2, 4)),  # half a byte over on 2: not rounded away
     ]:
         cases.append(
             Case(
-                about=f"{devices} devices, {state // GB} GiB of state, {budget // GB} GiB each",
+                about=f"{devices} devices, {gib(state)} of state, {gib(budget)} each",
                 args=lambda d=devices, s=state, b=budget: (d, s, b),
                 check=lambda got, a, e=expected: shape_problems(got, e),
             )
@@ -837,6 +847,12 @@ def mesh_shape_for_cases() -> list[Case]:
         )
     )
     return cases
+
+
+def gib(n: int) -> str:
+    """A byte count as the cases describe it: '32 GiB', or '32 GiB + 1 byte'."""
+    whole, rest = divmod(n, GB)
+    return f"{whole} GiB" + (f" + {rest} byte{'s' if rest > 1 else ''}" if rest else "")
 
 
 def shape_problems(got, expected: tuple[int, int]) -> Problems:

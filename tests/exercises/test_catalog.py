@@ -687,6 +687,39 @@ WRONG = {
     ],
     "gpipe_schedule": [
         (
+            "float entries",
+            """
+            import numpy as np
+
+
+            def gpipe_schedule(num_stages, num_microbatches):
+                if num_stages < 1 or num_microbatches < 1:
+                    raise ValueError("both must be >= 1")
+                steps = num_microbatches + num_stages - 1
+                m = np.arange(steps)[None, :] - np.arange(num_stages)[:, None]
+                return np.where((m >= 0) & (m < num_microbatches), m, -1).astype(float)
+            """,
+            ["the entries are float64, not integers"],
+        ),
+        (
+            "half a stage accepted",
+            """
+            import numpy as np
+
+
+            def gpipe_schedule(num_stages, num_microbatches):
+                if num_stages < 1 or num_microbatches < 1:
+                    raise ValueError("both must be >= 1")
+                steps = int(num_microbatches + num_stages - 1)
+                m = np.arange(steps)[None, :] - np.arange(int(num_stages))[:, None]
+                return np.where((m >= 0) & (m < num_microbatches), m, -1)
+            """,
+            [
+                "FAILED  case 7 of 7 (num_stages=2.5, num_microbatches=4: should raise)",
+                "it should raise ValueError for these arguments",
+            ],
+        ),
+        (
             "no drain steps",
             """
             import numpy as np
@@ -764,6 +797,34 @@ WRONG = {
         ),
     ],
     "mesh_shape_for": [
+        (
+            "a budget filled exactly does not count as fitting",
+            """
+            def mesh_shape_for(num_devices, state_bytes, budget_bytes):
+                for model in range(1, num_devices + 1):
+                    if num_devices % model == 0 and state_bytes / model < budget_bytes:
+                        return num_devices // model, model
+                raise ValueError("does not fit")
+            """,
+            [
+                "case 6 of 8 (8 devices, 32 GiB of state, 16 GiB each)",
+                "wrong mesh shape: expected (4, 2), got (2, 4).",
+            ],
+        ),
+        (
+            "each device's share rounded down",
+            """
+            def mesh_shape_for(num_devices, state_bytes, budget_bytes):
+                for model in range(1, num_devices + 1):
+                    if num_devices % model == 0 and state_bytes // model <= budget_bytes:
+                        return num_devices // model, model
+                raise ValueError("does not fit")
+            """,
+            [
+                "case 7 of 8 (8 devices, 32 GiB + 1 byte of state, 16 GiB each)",
+                "wrong mesh shape: expected (2, 4), got (4, 2).",
+            ],
+        ),
         (
             "as much model parallelism as possible",
             """

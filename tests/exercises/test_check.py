@@ -116,8 +116,9 @@ def test_extra_optional_parameters_are_fine(grade):
 
 
         def gpipe_schedule(num_stages, num_microbatches, fill=-1):
-            if num_stages < 1 or num_microbatches < 1:
-                raise ValueError("both must be >= 1")
+            counts = (num_stages, num_microbatches)
+            if not all(isinstance(n, int) and n >= 1 for n in counts):
+                raise ValueError("both must be whole numbers >= 1")
             steps = np.arange(num_microbatches + num_stages - 1)
             m = steps[None, :] - np.arange(num_stages)[:, None]
             return np.where((m >= 0) & (m < num_microbatches), m, fill)
