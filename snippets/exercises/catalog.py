@@ -879,6 +879,8 @@ EXERCISE_LIST = [
         practises="concepts/automatic-sharding.md",
         solution="snippets/exercises/solutions/column_sums.py:solution",
         cases=column_sums_cases,
+        traced=(0,),
+        on_device=True,
     ),
     Exercise(
         name="matmul_rows",
@@ -887,6 +889,8 @@ EXERCISE_LIST = [
         practises="concepts/explicit-sharding.md",
         solution="snippets/exercises/solutions/matmul_rows.py:solution",
         cases=matmul_rows_cases,
+        traced=(0, 1),
+        on_device=True,
         on_error={
             "Contracting dimensions are sharded": (
                 "say where the result goes: jnp.matmul(x, w, out_sharding=...)."

@@ -185,6 +185,7 @@ def reader_traceback(err: BaseException, shown: str) -> str:
 def run_cases(exercise, fn, shown: str) -> int:
     from snippets.exercises.grading import (
         called_primitives,
+        host_work_problems,
         primitive_names,
         program_problems,
         sharded_work_problems,
@@ -219,6 +220,10 @@ def run_cases(exercise, fn, shown: str) -> int:
             break
 
     program_ok = True
+    if exercise.on_device and probe is not None:
+        problems = host_work_problems(fn, probe.args(), exercise.traced)
+        report("program (runs on the devices)", problems)
+        program_ok = not problems
     if (exercise.requires or exercise.forbids) and probe is not None:
         jaxpr = None
         try:
@@ -238,7 +243,7 @@ def run_cases(exercise, fn, shown: str) -> int:
             wanted = ", ".join(f"uses {op}" for op in exercise.requires)
             avoided = ", ".join(f"no {op}" for op in exercise.forbids)
             report(f"program ({'; '.join(filter(None, [wanted, avoided]))})", problems)
-            program_ok = not problems
+            program_ok = program_ok and not problems
 
     print()
     if passed == len(cases) and program_ok:

@@ -43,6 +43,9 @@ class Exercise:
     requires: tuple[str, ...] = ()  # operations the traced program must contain
     forbids: tuple[str, ...] = ()  # ... and must not contain
     traced: tuple[int, ...] = ()  # which arguments are arrays, for jax.make_jaxpr
+    # The work must run on the devices: traced with abstract arrays, the function must not
+    # need their values on the host (NumPy on the host, then placed, is not the lesson).
+    on_device: bool = False
     hints: dict[str, str] = field(default_factory=dict)  # operation -> what to do
     # Words of an exception's message -> what the learner probably has to change.
     on_error: dict[str, str] = field(default_factory=dict)
@@ -237,6 +240,21 @@ def shard_map_flow(jaxpr) -> tuple[bool, bool]:
             tainted.update(eqn.outvars)
     reaches = any(v in tainted for v in jaxpr.outvars if not isinstance(v, Literal))
     return splits, reaches
+
+
+def host_work_problems(fn: Callable, args: tuple, traced: tuple[int, ...]) -> Problems:
+    """The work runs on the devices: fn traces with its arrays abstract."""
+    try:
+        traced_program(fn, args, traced)
+    except jax.errors.TracerArrayConversionError:
+        return [
+            "it computes the result with NumPy on the host and then places it: the "
+            "grader traced it (jax.make_jaxpr) and it needed the values on the host. "
+            "Compute with jax.numpy on the placed arrays, so the devices do the work."
+        ]
+    except Exception:  # anything else is the cases' business, and they report it
+        return []
+    return []
 
 
 def sharded_work_problems(jaxpr) -> Problems:

@@ -218,6 +218,21 @@ WRONG = {
     ],
     "column_sums": [
         (
+            "computed with NumPy on the host, then placed",
+            """
+            import jax
+            import numpy as np
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def column_sums(x, mesh):
+                sums = np.asarray(x).sum(axis=0)
+                return jax.device_put(sums, NamedSharding(mesh, P()))
+            """,
+            ["it computes the result with NumPy on the host and then places it"],
+        ),
+        (
             "no out_shardings",
             """
             import jax
@@ -244,6 +259,21 @@ WRONG = {
         ),
     ],
     "matmul_rows": [
+        (
+            "computed with NumPy on the host, then placed",
+            """
+            import jax
+            import numpy as np
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def matmul_rows(x, w, mesh):
+                product = np.asarray(x) @ np.asarray(w)
+                return jax.device_put(product, NamedSharding(mesh, P("x", None)))
+            """,
+            ["it computes the result with NumPy on the host and then places it"],
+        ),
         (
             "no out_sharding",
             """
