@@ -775,6 +775,13 @@ def process_rows_cases() -> list[Case]:
             (8, 2),
             range(4),
         ),
+        (
+            "8 devices in order, P('data'), rows 16, process of devices 6, 2, 4, 0 "
+            "(listed out of order)",
+            (line, (8,), ("data",), P("data")),
+            (16, 4),
+            [6, 2, 4, 0],
+        ),
     ]
     cases = []
     for about, layout, shape, owned in setups:

@@ -801,6 +801,24 @@ WRONG = {
     ],
     "process_rows": [
         (
+            "rows in the order the devices are listed, never sorted",
+            """
+            def process_rows(sharding, global_shape, process_devices):
+                where = sharding.devices_indices_map(tuple(global_shape))
+                rows = []
+                for device in process_devices:
+                    for row in range(global_shape[0])[where[device][0]]:
+                        if row not in rows:
+                            rows.append(row)
+                return rows
+            """,
+            [
+                "  ok      case 5 of 6",
+                "FAILED  case 6 of 6 (8 devices in order, P('data'), rows 16, process of "
+                "devices 6, 2, 4, 0",
+            ],
+        ),
+        (
             "contiguous blocks by device id",
             """
             def process_rows(sharding, global_shape, process_devices):
@@ -810,8 +828,8 @@ WRONG = {
                                   (first + len(process_devices)) * per_device))
             """,
             [
-                "  ok      case 1 of 5",
-                "  ok      case 2 of 5",
+                "  ok      case 1 of 6",
+                "  ok      case 2 of 6",
                 "wrong rows: expected [0, 1, 4, 5, 8, 9, 12, 13], got [0, 1, 2, 3, 4, 5, "
                 "6, 7].",
             ],
