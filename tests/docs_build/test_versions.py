@@ -256,3 +256,50 @@ def test_a_release_that_needs_a_missing_python_is_not_installable_here():
     assert row["status"] == "not installable here"
     assert "needs Python >=3.99" in row["reason"]
     assert "results" not in row
+
+
+def test_a_release_uv_cannot_install_is_recorded_as_such(monkeypatch):
+    """No result is invented for it: the row says why, and holds no probes."""
+
+    def fake_run(command, **kwargs):
+        failed = command[:3] == ["uv", "pip", "install"]
+        stderr = "error: no wheels with a matching platform tag" if failed else ""
+        return subprocess.CompletedProcess(command, 1 if failed else 0, "", stderr)
+
+    monkeypatch.setattr(matrix.subprocess, "run", fake_run)
+    row = matrix.build_and_probe(
+        {"version": "0.4.38", "resolve_at": "2025-01-17", "requires_python": ">=3.10"},
+        ["3.12"],
+    )
+    assert row["status"] == "not installable here"
+    assert "no wheels with a matching platform tag" in row["reason"]
+    assert "results" not in row
+
+
+def test_probes_that_die_are_reported_not_filled_in(monkeypatch):
+    def fake_run(command, **kwargs):
+        if command[0].endswith("python"):  # the probe program itself
+            return subprocess.CompletedProcess(
+                command, 1, "", "Fatal Python error: abort"
+            )
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(matrix.subprocess, "run", fake_run)
+    row = matrix.build_and_probe(
+        {"version": "0.4.38", "resolve_at": None, "requires_python": ""}, ["3.12"]
+    )
+    assert row["status"] == "probes failed"
+    assert "Fatal Python error" in row["reason"]
+    assert "results" not in row
+
+
+def test_an_unexpected_exception_in_a_probe_is_recorded_with_its_type():
+    def boom():
+        raise KeyError("not what anyone expected")
+
+    result = probes.run(probes.Probe("x", "api", "x", boom))
+    assert result == {
+        "outcome": "raises",
+        "exception": "KeyError",
+        "message": "'not what anyone expected'",
+    }
