@@ -26,7 +26,7 @@ WIDTH = 76  # the grader wraps what it prints: it fits a page's output box
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    from snippets.exercises.catalog import EXERCISES
+    from snippets.exercises.registry import EXERCISES
 
     if args and args[0] in ("-h", "--help"):
         print(__doc__.strip())
@@ -136,7 +136,7 @@ def missing_function_message(exercise, module: types.ModuleType, shown: str) -> 
         found = f"{exercise.name} is {type(value).__name__}, not a function. " + found
     return (
         f"{shown} has no function {exercise.name}. {found}\n"
-        f"Define {expected}, as in snippets/exercises/starters/{exercise.name}.py."
+        f"Define {expected}, as in snippets/exercises/{exercise.name}/starter.py."
     )
 
 

@@ -21,9 +21,7 @@ def check_wrong_answer() -> int:
 
 def check_reference() -> int:
     # --8<-- [start:check-reference]
-    status = check.main(
-        ["manual_dense", "snippets/exercises/solutions/manual_dense.py"]
-    )
+    status = check.main(["manual_dense", "snippets/exercises/manual_dense/solution.py"])
     print("exit status:", status)
     # --8<-- [end:check-reference]
     return status

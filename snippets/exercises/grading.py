@@ -1,7 +1,7 @@
 """What the grader compares, and how it says what is wrong, in the learner's terms.
 
 Each function returns a list of problems (sentences); an empty list means "fine". The
-catalogue of exercises (`snippets.exercises.catalog`) builds its checks from these.
+graders of the exercises (`snippets/exercises/<name>/grader.py`) build their checks from these.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from snippets.exercises import check
-from snippets.exercises.catalog import EXERCISES
+from snippets.exercises.registry import EXERCISES
 
 DOUBLE = """
     import jax
@@ -81,7 +81,7 @@ def test_a_missing_function_is_named_with_what_the_file_defines(grade):
     assert out == (
         f"{path} has no function place_batch. It defines: place, helper.\n"
         "Define place_batch(x, mesh), as in "
-        "snippets/exercises/starters/place_batch.py.\n"
+        "snippets/exercises/place_batch/starter.py.\n"
     )
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from snippets.exercises.catalog import EXERCISE_LIST, EXERCISES
+from snippets.exercises.registry import EXERCISE_LIST, EXERCISES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -23,7 +23,7 @@ def test_the_page_shows_the_starter_the_check_and_a_folded_solution(name):
     blocks = re.findall(r"^```\{\.python\}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
     assert blocks[:2] == [
         '--8<-- "snippets/cpu_devices.py:setup"\n',
-        f'--8<-- "snippets/exercises/starters/{name}.py"\n',
+        f'--8<-- "snippets/exercises/{name}/starter.py"\n',
     ]
     assert f"nox -s check -- {name} my_solution.py" in text
     assert f"python -m snippets.exercises.check {name} my_solution.py" in text

@@ -1,0 +1,62 @@
+"""The grader of column_sums: its hidden cases and what it checks.
+
+The exercise practises Automatic sharding with jax.jit (concepts/automatic-sharding.md);
+its statement is docs/exercises/column_sums.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax import P
+
+from snippets.exercises.common import (
+    checks,
+    make_mesh,
+    mesh_words,
+    place,
+)
+from snippets.exercises.grading import (
+    Case,
+    Exercise,
+    array_problems,
+    sharding_problems,
+)
+
+
+def column_sums_cases() -> list[Case]:
+    cases = []
+    for shape, names, (rows, cols) in [
+        ((2, 4), ("x", "y"), (8, 4)),
+        ((4, 2), ("a", "b"), (8, 6)),
+    ]:
+        x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 10
+        spec = P(*names)
+
+        def args(x=x, shape=shape, names=names, spec=spec):
+            mesh = make_mesh(shape, names, auto=True)
+            return place(x, mesh, spec), mesh
+
+        cases.append(
+            Case(
+                about=f"x = float32[{rows},{cols}] laid out as {spec} on "
+                + mesh_words(make_mesh(shape, names, auto=True)),
+                args=args,
+                check=checks(
+                    lambda got, a, x=x: array_problems(got, x.sum(axis=0)),
+                    lambda got, a: sharding_problems(got, a[1], P()),
+                ),
+            )
+        )
+    return cases
+
+
+EXERCISE = Exercise(
+    name="column_sums",
+    title="Column sums, whole on every device (out_shardings)",
+    params=("x", "mesh"),
+    practises="concepts/automatic-sharding.md",
+    solution="snippets/exercises/column_sums/solution.py:solution",
+    cases=column_sums_cases,
+    traced=(0,),
+    on_device=True,
+)

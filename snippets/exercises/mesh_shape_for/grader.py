@@ -1,0 +1,70 @@
+"""The grader of mesh_shape_for: its hidden cases and what it checks.
+
+The exercise practises Choosing a strategy (training/choosing.md);
+its statement is docs/exercises/mesh_shape_for.md.
+"""
+
+from __future__ import annotations
+
+from snippets.exercises.grading import (
+    Case,
+    Exercise,
+    Problems,
+    kind,
+)
+
+GB = 2**30
+
+
+def mesh_shape_for_cases() -> list[Case]:
+    cases = []
+    for devices, state, budget, expected in [
+        (8, 4 * GB, 16 * GB, (8, 1)),
+        (8, 40 * GB, 16 * GB, (2, 4)),
+        (8, 100 * GB, 16 * GB, (1, 8)),
+        (6, 30 * GB, 16 * GB, (3, 2)),
+        (6, 50 * GB, 16 * GB, (1, 6)),
+        (8, 32 * GB, 16 * GB, (4, 2)),  # the budget filled exactly: it fits
+        (8, 32 * GB + 1, 16 * GB, (2, 4)),  # half a byte over on 2: not rounded away
+    ]:
+        cases.append(
+            Case(
+                about=f"{devices} devices, {gib(state)} of state, {gib(budget)} each",
+                args=lambda d=devices, s=state, b=budget: (d, s, b),
+                check=lambda got, a, e=expected: shape_problems(got, e),
+            )
+        )
+    cases.append(
+        Case(
+            about="8 devices, 200 GiB of state, 16 GiB each: should raise",
+            args=lambda: (8, 200 * GB, 16 * GB),
+            raises=ValueError,
+        )
+    )
+    return cases
+
+
+def gib(n: int) -> str:
+    """A byte count as the cases describe it: '32 GiB', or '32 GiB + 1 byte'."""
+    whole, rest = divmod(n, GB)
+    return f"{whole} GiB" + (f" + {rest} byte{'s' if rest > 1 else ''}" if rest else "")
+
+
+def shape_problems(got, expected: tuple[int, int]) -> Problems:
+    try:
+        shape = tuple(int(v) for v in got)
+    except (TypeError, ValueError):
+        return [f"it returned {kind(got)}; return a tuple (data, model)."]
+    if shape != expected:
+        return [f"wrong mesh shape: expected {expected}, got {shape}."]
+    return []
+
+
+EXERCISE = Exercise(
+    name="mesh_shape_for",
+    title="A mesh shape for a memory budget",
+    params=("num_devices", "state_bytes", "budget_bytes"),
+    practises="training/choosing.md",
+    solution="snippets/exercises/mesh_shape_for/solution.py:solution",
+    cases=mesh_shape_for_cases,
+)

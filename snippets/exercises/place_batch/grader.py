@@ -1,0 +1,69 @@
+"""The grader of place_batch: its hidden cases and what it checks.
+
+The exercise practises Data parallelism (training/data-parallel.md);
+its statement is docs/exercises/place_batch.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from jax import P
+
+from snippets.exercises.common import (
+    checks,
+    make_mesh,
+    mesh_words,
+)
+from snippets.exercises.grading import (
+    Case,
+    Exercise,
+    array_problems,
+    shard_shape_problems,
+    sharding_problems,
+)
+
+
+def place_batch_cases() -> list[Case]:
+    def ok_case(shape, names, batch_shape):
+        x = np.arange(math.prod(batch_shape), dtype=np.float32).reshape(batch_shape)
+        mesh = make_mesh(shape, names)
+        block = (batch_shape[0] // mesh.shape["data"], *batch_shape[1:])
+        return Case(
+            about=f"x = float32{list(batch_shape)} on {mesh_words(mesh)}",
+            args=lambda: (x.copy(), make_mesh(shape, names)),
+            check=checks(
+                lambda got, a: array_problems(got, x),
+                lambda got, a: sharding_problems(got, a[1], P("data")),
+                lambda got, a: shard_shape_problems(got, block),
+            ),
+        )
+
+    def error_case(shape, names, batch_shape):
+        mesh = make_mesh(shape, names)
+        n = mesh.shape["data"]
+        return Case(
+            about=f"x = float32{list(batch_shape)} on {mesh_words(mesh)}: should raise",
+            args=lambda: (np.zeros(batch_shape, np.float32), make_mesh(shape, names)),
+            raises=ValueError,
+            message_has=(f"multiple of {n}",),
+        )
+
+    return [
+        ok_case((8,), ("data",), (16, 4)),
+        ok_case((2, 4), ("data", "model"), (8, 3)),
+        ok_case((4, 2), ("data", "model"), (4,)),
+        error_case((8,), ("data",), (12, 4)),
+        error_case((2, 4), ("data", "model"), (5, 3)),
+    ]
+
+
+EXERCISE = Exercise(
+    name="place_batch",
+    title="Place a batch over the data axis, checking it divides",
+    params=("x", "mesh"),
+    practises="training/data-parallel.md",
+    solution="snippets/exercises/place_batch/solution.py:solution",
+    cases=place_batch_cases,
+)

@@ -1,0 +1,64 @@
+"""The grader of shard_map_vs_vmap: its hidden cases and what it checks.
+
+The exercise practises shard_map vs vmap (concepts/shard-map-vs-vmap.md);
+its statement is docs/exercises/shard_map_vs_vmap.md.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from snippets.exercises.grading import (
+    Case,
+    Exercise,
+    Problems,
+    array_problems,
+)
+
+
+def shard_map_vs_vmap_cases() -> list[Case]:
+    rng = np.random.default_rng(3)
+    cases = []
+    # 2 rows is the seed exercise's own example; 17 rows divide over one device only.
+    for rows, cols in [(8, 3), (24, 5), (2, 2), (17, 3)]:
+        x = rng.integers(-4, 5, (rows, cols)).astype(np.float32)
+        sums = (x**2).sum(axis=1)
+        cases.append(
+            Case(
+                about=f"x = float32[{rows},{cols}]",
+                args=lambda x=x: (jnp.asarray(x),),
+                check=lambda got, args, s=sums: stacked_problems(got, s),
+            )
+        )
+    return cases
+
+
+def stacked_problems(got, sums: np.ndarray) -> Problems:
+    expected = np.stack([sums, sums])
+    if np.shape(got) != expected.shape and np.shape(got) == expected.shape[::-1]:
+        return [
+            f"wrong shape: expected {expected.shape}, got {np.shape(got)}: stack the two "
+            f"results along a new first axis (axis=0), one row per method."
+        ]
+    return array_problems(got, expected)
+
+
+EXERCISE = Exercise(
+    name="shard_map_vs_vmap",
+    title="shard_map vs vmap: per-row sums of squares both ways",
+    params=("x",),
+    practises="concepts/shard-map-vs-vmap.md",
+    solution="snippets/concepts/shard_map_vs_vmap/compare.py:shard-map-vs-vmap",
+    cases=shard_map_vs_vmap_cases,
+    requires=("shard_map",),
+    traced=(0,),
+    hints={"shard_map": "Compute the second result with jax.shard_map."},
+    on_error={
+        "not evenly divisible": (
+            "the rows of x must split evenly over the mesh: build it from as many "
+            "devices as divide B, jax.devices()[:k] with k the largest divisor of B "
+            "that is at most jax.device_count()."
+        ),
+    },
+)

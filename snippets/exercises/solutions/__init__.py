@@ -1,1 +1,0 @@
-"""Reference solutions of the exercises, one module each (see docs/exercises/)."""

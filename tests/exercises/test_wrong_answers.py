@@ -1,0 +1,45 @@
+"""Plausible wrong answers to every exercise fail, each with the message meant for it.
+
+The answers are data beside each grader: snippets/exercises/<name>/wrong_answers.toml.
+Messages are compared with runs of whitespace made single, as the grader wraps lines.
+"""
+
+import tomllib
+
+import pytest
+
+from snippets.exercises.registry import EXERCISES, HERE
+
+# exercise -> [(what the mistake is, the file, what the grader must say)]
+WRONG = {
+    name: [
+        (answer["mistake"], answer["source"], answer["says"])
+        for answer in tomllib.loads(
+            (HERE / name / "wrong_answers.toml").read_text(encoding="utf-8")
+        )["wrong"]
+    ]
+    for name in EXERCISES
+}
+
+
+def test_every_exercise_has_at_least_two_wrong_answers():
+    assert set(WRONG) == set(EXERCISES)
+    assert all(len(answers) >= 2 for answers in WRONG.values())
+
+
+@pytest.mark.parametrize(
+    ("exercise", "source", "messages"),
+    [
+        pytest.param(name, source, messages, id=f"{name}: {mistake}")
+        for name, answers in WRONG.items()
+        for mistake, source, messages in answers
+    ],
+)
+def test_a_wrong_answer_fails_with_its_message(grade, exercise, source, messages):
+    status, out, _ = grade(exercise, source)
+    assert status == 1
+    flat = " ".join(out.split())  # the grader wraps its lines
+    for message in messages:
+        assert " ".join(message.split()) in flat
+    assert out.split("\n\n")[-1].startswith("NOT YET: ")
+    assert "Traceback" not in out
