@@ -119,6 +119,8 @@ def capture() -> Iterator[Capture]:
     import rich
     import rich.console
 
+    # First, before anything is patched: it raises when JAX has moved what it replaces.
+    saved_colours = _distinct_colours()
     result = Capture()
     console_class = rich.console.Console
     original_init = console_class.__init__
@@ -137,7 +139,6 @@ def capture() -> Iterator[Capture]:
 
     console_class.__init__ = recording_init
     rich._console = None  # `rich.print` makes its console anew, inside this capture
-    saved_colours = _distinct_colours()
     pyplot = sys.modules.get("matplotlib.pyplot")
     saved_show = pyplot.show if pyplot else None
     if pyplot:
@@ -154,8 +155,8 @@ def capture() -> Iterator[Capture]:
             pyplot.show = saved_show
         console_class.__init__ = original_init
         rich._console = None
-        if saved_colours is not None:
-            _debugging().make_color_iter, _debugging()._get_text_color = saved_colours
+        for name, function in zip(PRIVATE_DRAWING, saved_colours, strict=True):
+            setattr(_debugging(), name, function)
         result._finish()
 
 

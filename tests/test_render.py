@@ -240,3 +240,17 @@ def test_a_diagram_is_compact(mesh):
     ends = {(fill, y, round(x + w, 1)) for fill, x, y, w in rects}
     touching = [r for r in rects if (r[0], r[2], round(r[1], 1)) in ends]
     assert rects and not touching  # no two cells of one colour left side by side
+
+
+def test_a_moved_private_function_leaves_nothing_patched(monkeypatch):
+    import rich.console
+    from jax._src import debugging
+
+    init = rich.console.Console.__init__
+    monkeypatch.delattr(debugging, "make_color_iter")
+    with (
+        pytest.raises(RuntimeError, match="no longer has make_color_iter"),
+        render.capture(),
+    ):
+        pass
+    assert rich.console.Console.__init__ is init

@@ -202,11 +202,6 @@ def traced_program(fn: Callable, args: tuple, traced: tuple[int, ...]):
     return jax.make_jaxpr(with_arrays)(*(args[i] for i in traced)).jaxpr
 
 
-def traced_primitives(fn: Callable, args: tuple, traced: tuple[int, ...]) -> set[str]:
-    """Every primitive of fn(*args)'s traced program."""
-    return primitive_names(traced_program(fn, args, traced))
-
-
 def _splits(eqn) -> bool:
     """A shard_map that gives devices different blocks: an in_specs entry names an axis."""
     return any(
