@@ -1,7 +1,7 @@
 """Run the code each page shows and keep what every block printed and drew.
 
 A page is one program: its Python fences, with their `--8<--` include lines expanded exactly as
-the site expands them, run in order in one fresh interpreter on 8 virtual CPU devices. That is
+the site expands them, run in order in one fresh interpreter with no devices set up for it. That is
 what a reader does who pastes the blocks of a page, in order, into a fresh Python.
 
 Results are cached per page in `.cache/outputs/`, keyed by the code the page runs, the source
@@ -52,6 +52,8 @@ INCLUDE = re.compile(
 )
 LAUNCHED = re.compile(r"snippets(?:\.[A-Za-z_]\w*)+")
 # What this tooling itself is made of: a change to any of these re-runs every page.
+# Environment variables that set up devices: a page's run never inherits them.
+PRESETS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
 TOOLING = ("outputs.py", "render.py", "devices.py")
 
 
@@ -69,6 +71,9 @@ class Block:
     end_line: int  # line of the closing fence
     includes: tuple[str, ...]  # the `file:section` targets it includes
     source: str  # the code, as a reader sees it
+    # Drawings the build makes from the block's variables once it has run: the expressions
+    # of the `<!-- draw: ... -->` lines after the fence (see render.DRAWINGS).
+    draws: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -129,7 +134,8 @@ def python_fences(tokens: list) -> list:
 def parse_blocks(text: str, page: str) -> list[Block]:
     from markdown_it import MarkdownIt
 
-    fences = python_fences(MarkdownIt("commonmark").parse(text))
+    tokens = MarkdownIt("commonmark").parse(text)
+    fences = python_fences(tokens)
     return [
         Block(
             page=page,
@@ -138,9 +144,27 @@ def parse_blocks(text: str, page: str) -> list[Block]:
             end_line=token.map[1],
             includes=tuple(INCLUDE.findall(token.content)),
             source=expand(token.content, f"{page} line {token.map[0] + 1}"),
+            draws=draws_after(tokens, token),
         )
         for i, token in enumerate(fences)
     ]
+
+
+DRAW = re.compile(r"^<!--\s*draw:\s*(.+?)\s*-->\s*$")
+
+
+def draws_after(tokens: list, fence) -> tuple[str, ...]:
+    """The `<!-- draw: ... -->` lines between a fence and the next fence, in order."""
+    found = []
+    for token in tokens[tokens.index(fence) + 1 :]:
+        if token.type == "fence":
+            break
+        match = (
+            DRAW.match(token.content.strip()) if token.type == "html_block" else None
+        )
+        if match:
+            found.append(match.group(1))
+    return tuple(found)
 
 
 def _snippet_module_file(name: str) -> Path | None:
@@ -219,6 +243,7 @@ def cache_key(blocks: list[Block]) -> str:
     digest.update(f"python {platform.python_version()}".encode())
     code = "\n".join(block.source for block in blocks)
     digest.update(code.encode())
+    digest.update(json.dumps([block.draws for block in blocks]).encode())
     for path in sorted(imported_snippets(code)):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
@@ -256,7 +281,8 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
         spec, result = Path(tmp, "blocks.json"), Path(tmp, "result.json")
         spec.write_text(json.dumps([asdict(b) for b in blocks]), encoding="utf-8")
         env = {
-            **os.environ,
+            # Nothing that would give the page devices it did not set up itself.
+            **{k: v for k, v in os.environ.items() if k not in PRESETS},
             "MPLBACKEND": "Agg",  # plots are captured as SVG, never shown in a window
             "PYTHONPATH": os.pathsep.join(
                 [str(ROOT), os.environ.get("PYTHONPATH", "")]
@@ -351,9 +377,9 @@ def _exec_blocks(spec: Path, result: Path) -> int:
     import warnings
 
     from docs_build import render
-    from docs_build.devices import use_compilation_cache, use_cpu_devices
+    from docs_build.devices import use_compilation_cache
 
-    use_cpu_devices(8)
+    # No devices are set up here: each page sets up its own, as a reader's fresh Python would.
     use_compilation_cache()
     # As in the tests: the pages teach today's API, so a deprecation stops the build.
     warnings.simplefilter("error", DeprecationWarning)
@@ -364,7 +390,13 @@ def _exec_blocks(spec: Path, result: Path) -> int:
     sys.modules["__main__"] = main
     outputs = []
     for data in json.loads(spec.read_text(encoding="utf-8")):
-        block = Block(**{**data, "includes": tuple(data["includes"])})
+        block = Block(
+            **{
+                **data,
+                "includes": tuple(data["includes"]),
+                "draws": tuple(data["draws"]),
+            }
+        )
         filename = f"<{block.name}>"
         linecache.cache[filename] = (
             len(block.source),
@@ -376,6 +408,8 @@ def _exec_blocks(spec: Path, result: Path) -> int:
             with render.capture() as captured:
                 exec(compile(block.source, filename, "exec"), main.__dict__)
                 jax.effects_barrier()
+                for expression in block.draws:
+                    captured.add(eval(expression, dict(render.DRAWINGS), main.__dict__))
         except BaseException as err:
             # Drop this runner's own frame: the traceback starts in the reader's code.
             tb = "".join(
@@ -386,7 +420,11 @@ def _exec_blocks(spec: Path, result: Path) -> int:
             return 1
         outputs.append(
             [
-                {"text": c} if isinstance(c, str) else {"svg": c.svg, "alt": c.text}
+                {"text": c}
+                if isinstance(c, str)
+                else {"html": c.html, "alt": c.text}
+                if isinstance(c, render.Html)
+                else {"svg": c.svg, "alt": c.text}
                 for c in captured.chunks
             ]
         )

@@ -159,6 +159,54 @@ def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_a_page_gets_no_devices_it_did_not_set_up(tmp_path, cache, monkeypatch):
+    # As in a reader's fresh Python: the build's own device settings never reach the page.
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    page = tmp_path / "forgot.md"
+    page.write_text(
+        "# No setup\n\n```{.python}\nimport jax\n\nprint(jax.device_count())\n```\n",
+        encoding="utf-8",
+    )
+    assert outputs.ensure([page])[str(page)].blocks == [[{"text": "1\n"}]]
+
+
+def test_draw_lines_after_a_fence_belong_to_it_and_to_the_key(tmp_path):
+    page = write_page(tmp_path, "a = 1", "b = 2")
+    text = page.read_text(encoding="utf-8")
+    drawn = text.replace(
+        "a = 1\n```\n", "a = 1\n```\n\n1.  a note\n\n<!-- draw: f(a) -->\n", 1
+    )
+    blocks = outputs.parse_blocks(drawn, "page.md")
+    assert [b.draws for b in blocks] == [(), ("f(a)",), ()]
+    assert outputs.cache_key(blocks) != outputs.cache_key(
+        outputs.parse_blocks(text, "page.md")
+    )
+
+
+@pytest.mark.slow
+def test_a_drawing_is_made_from_the_blocks_variables(tmp_path, cache):
+    page = write_page(
+        tmp_path,
+        "from jax import P\nfrom jax.sharding import NamedSharding\n"
+        "mesh = jax.make_mesh((8,), ('x',))\n"
+        "rows = jax.device_put(jax.numpy.arange(8.0)[:, None], NamedSharding(mesh, P('x')))",
+    )
+    page.write_text(
+        page.read_text(encoding="utf-8")
+        + '\n<!-- draw: per_device_table(rows, rows * 2, "doubled") -->\n',
+        encoding="utf-8",
+    )
+    (chunk,) = outputs.ensure([page])[str(page)].blocks[-1]
+    assert chunk["alt"].splitlines()[:3] == [
+        "doubled",
+        "device | before | after",
+        "cpu:0 | 0 | 0",
+    ]
+    assert chunk["html"].startswith('<table class="per-device"')
+
+
+@pytest.mark.slow
 def test_a_failing_block_is_named_with_its_traceback(tmp_path, cache):
     page = write_page(
         tmp_path, "x = 1", "def f():\n    raise ValueError('boom')\n\nf()"
