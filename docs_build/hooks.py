@@ -184,6 +184,8 @@ def chunk_markdown(chunk: dict) -> str:
     """
     if "svg" in chunk:
         return f'<div class="sharding-diagram" data-search-exclude>\n{chunk["svg"]}\n</div>'
+    if "html" in chunk:
+        return f'<div class="per-device-table" data-search-exclude>\n{chunk["html"]}\n</div>'
     text = chunk["text"].rstrip("\n")
     fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
     attrs = '.text .output .no-copy title="Output" data-search-exclude="output"'

@@ -122,6 +122,9 @@ def cell_outputs(chunks: list[dict]) -> list[dict]:
         if "svg" in chunk:
             data = {"image/svg+xml": chunk["svg"], "text/plain": chunk["alt"]}
             out.append(nbformat.v4.new_output("display_data", data=data))
+        elif "html" in chunk:
+            data = {"text/html": chunk["html"], "text/plain": chunk["alt"]}
+            out.append(nbformat.v4.new_output("display_data", data=data))
         else:
             out.append(
                 nbformat.v4.new_output("stream", name="stdout", text=chunk["text"])

@@ -72,7 +72,7 @@ class Figure:
 class Capture:
     """What one block printed and drew, in order: `str` for text, `Figure` for drawings."""
 
-    chunks: list[str | Figure] = field(default_factory=list)
+    chunks: list[str | Figure | Html] = field(default_factory=list)
     _text: list[str] = field(default_factory=list)
 
     def write(self, text: str) -> int:
@@ -87,6 +87,11 @@ class Capture:
         self._text.clear()
         if text:
             self.chunks.append(text)
+
+    def add(self, drawing: Html) -> None:
+        """A drawing the build made from the block's variables, after what it printed."""
+        self._end_text()
+        self.chunks.append(drawing)
 
     def _start_figure(self, console: object) -> None:
         self._end_text()
@@ -105,7 +110,7 @@ class Capture:
     def _finish(self) -> None:
         self._end_text()
         self.chunks = [
-            c if isinstance(c, (str, Figure)) else console_figure(c)
+            c if isinstance(c, (str, Figure, Html)) else console_figure(c)
             for c in self.chunks
         ]
         self.chunks = [
@@ -329,3 +334,125 @@ def _drawn_extent(svg: str) -> tuple[float, float]:
             right = max(right, x + float(attrs.get("textLength", 0)))
             bottom = max(bottom, y + _LINE_HEIGHT - _CHAR_HEIGHT)
     return round(right, 2), round(bottom, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-device tables: what every device held before a collective and after it, drawn from the
+# two arrays a page's block computed (see `DRAWINGS` and `<!-- draw: ... -->` in outputs.py).
+
+# One colour per device, each with AA contrast (at least 4.5:1) on the table's white card.
+DEVICE_COLOURS = [
+    "#c0392b", "#2e5f8a", "#2e7d32", "#b35900",
+    "#7b4f9e", "#00796b", "#b0306a", "#7a5230",
+]  # fmt: skip
+CARD_INK, CARD_PAPER = "#1a1a1a", "#ffffff"  # a white card reads on a dark page too
+
+
+@dataclass
+class Html:
+    """A table as HTML, styled inline so it reads the same in a notebook, and its plain text."""
+
+    html: str
+    text: str
+
+
+def _device_rows(array, role: str) -> list[tuple[object, object]]:
+    import numpy as np
+
+    shards = sorted(array.addressable_shards, key=lambda s: s.device.id)
+    if array.ndim == 0 or any(s.data.shape[0] != 1 for s in shards):
+        raise ValueError(
+            f"per_device_table needs `{role}` with one row per device, as per_device "
+            f"returns it; got an array of shape {array.shape}."
+        )
+    return [(s.device, np.asarray(s.data[0])) for s in shards]
+
+
+def _tokens(block, colours: dict) -> list[tuple[str, str | None]]:
+    if block.ndim == 0:
+        value = block.item()
+        return [(f"{value:g}", colours.get(value))]
+    parts = [_tokens(part, colours) for part in block]
+    tokens: list[tuple[str, str | None]] = []
+    for i, part in enumerate(parts):
+        if block.ndim > 1:  # rows of a 2-D block in brackets, side by side
+            tokens += [("[", None), *part, ("]", None)]
+        else:
+            tokens += ([(" ", None)] if i else []) + part
+    return tokens
+
+
+def _runs(block, colours: dict) -> list[tuple[str, str | None]]:
+    """The text of a block as (text, colour) runs, neighbours of one colour in one run."""
+    tokens = _tokens(block, colours)
+    for i in range(1, len(tokens) - 1):  # a space between two of a colour takes it
+        if tokens[i] == (" ", None) and tokens[i - 1][1] == tokens[i + 1][1]:
+            tokens[i] = (" ", tokens[i - 1][1])
+    runs: list[tuple[str, str | None]] = []
+    for text, colour in tokens:
+        if runs and runs[-1][1] == colour:
+            runs[-1] = (runs[-1][0] + text, colour)
+        else:
+            runs.append((text, colour))
+    return runs
+
+
+def _cell(runs: list[tuple[str, str | None]]) -> str:
+    return "".join(
+        html.escape(text)
+        if colour is None
+        else f'<span style="color:{colour}">{html.escape(text)}</span>'
+        for text, colour in runs
+    )
+
+
+def per_device_table(before, after, title: str) -> Html:
+    """What each device held `before` and `after`, one row per device.
+
+    Both arrays hold one row per device (as `per_device` on the collectives page returns
+    them). Each device's numbers are in its colour; a number only one device held before
+    keeps that device's colour wherever it ends up, so data that moved can be followed.
+    A result that holds any number no single device held is new data: no colour at all.
+    Integers made from floats (positions from `axis_index`) are not data either.
+    """
+    before_rows = _device_rows(before, "before")
+    after_rows = _device_rows(after, "after")
+    owner: dict[object, str | None] = {}
+    for i, (_, block) in enumerate(before_rows):
+        for value in block.ravel().tolist():
+            owner[value] = None if value in owner else DEVICE_COLOURS[i % 8]
+    # Colours follow data that moved. A result with any number no single device held (a sum,
+    # a mean) is new data throughout, even where one of its numbers happens to equal some
+    # device's: 60 from adding 0 + 10 + 20 + 30 is not device 6's 60.
+    moved = {v for _, block in after_rows for v in block.ravel().tolist()}
+    if after.dtype != before.dtype or not all(owner.get(v) for v in moved):
+        owner = {}
+    shapes = f"per device: {before_rows[0][1].shape} -> {after_rows[0][1].shape}"
+    rows, text = [], [title, "device | before | after"]
+    pairs = zip(before_rows, after_rows, strict=True)
+    for i, ((device, held), (_, got)) in enumerate(pairs):
+        colour = DEVICE_COLOURS[i % 8]
+        own = dict.fromkeys(held.ravel().tolist(), colour)
+        held_runs, got_runs = _runs(held, own), _runs(got, owner)
+        rows.append(
+            f'<tr><th scope="row" style="color:{colour}">{html.escape(str(device))}</th>'
+            f"<td>{_cell(held_runs)}</td><td>{_cell(got_runs)}</td></tr>"
+        )
+        text.append(
+            f"{device} | {''.join(t for t, _ in held_runs)} | "
+            f"{''.join(t for t, _ in got_runs)}"
+        )
+    text.append(shapes)
+    table = (
+        f'<table class="per-device" style="color:{CARD_INK};background:{CARD_PAPER}">'
+        f"<caption>{html.escape(title)}<br><small>{html.escape(shapes)}</small></caption>"
+        '<thead><tr><th scope="col">device</th><th scope="col">before</th>'
+        '<th scope="col">after</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+    return Html(html=table, text="\n".join(text))
+
+
+# What a page may draw with a `<!-- draw: ... -->` line after a block: the expression is
+# evaluated with these names and the page's own variables, after the block has run.
+DRAWINGS = {"per_device_table": per_device_table}

@@ -4,6 +4,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -105,11 +106,87 @@ def test_contrast_is_the_wcag_ratio():
 
 
 def test_each_devices_colour_in_the_collectives_tables_reads_on_their_white():
-    from snippets.concepts.collectives import diagram
+    for colour in [*render.DEVICE_COLOURS, render.CARD_INK]:
+        assert render.contrast(colour, render.CARD_PAPER) >= 4.5, colour
 
-    ink, _, card = diagram.CARD.split()
-    for colour in [*diagram.COLOURS, ink]:
-        assert render.contrast(colour, card) >= 4.5, colour
+
+# Per-device tables (the collectives page): one row per device, each device's numbers in its
+# colour, and a number keeps the colour of the one device that held it before.
+BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)  # row d: device d's block
+
+
+def per_row(line_mesh, rows):
+    return jax.device_put(jnp.asarray(rows), NamedSharding(line_mesh, P("x")))
+
+
+def table_cells(before, after, title="t"):
+    from tests.concepts.collectives.cells import cells
+
+    return cells(before, after, title)
+
+
+def test_a_per_device_table_has_a_row_per_device_and_the_block_shapes(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    after = per_row(line_mesh, np.stack([np.stack([b, b]) for b in BLOCKS]))
+    drawn = render.per_device_table(before, after, "a <title>")
+    lines = drawn.text.splitlines()
+    assert lines[:2] == ["a <title>", "device | before | after"]
+    assert lines[5] == "cpu:3 | 30 31 | [30 31][30 31]"
+    assert lines[-1] == "per device: (2,) -> (2, 2)"
+    assert (
+        "<caption>a &lt;title&gt;<br><small>per device: (2,) -&gt; (2, 2)" in drawn.html
+    )
+    assert drawn.html.count("<tr>") == 9  # the header and a row per device
+    assert 'scope="col">device</th>' in drawn.html
+
+
+def test_a_per_device_table_refuses_arrays_without_one_row_per_device(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    with pytest.raises(ValueError, match="needs `after` with one row per device"):
+        render.per_device_table(before, per_row(line_mesh, np.arange(16.0)), "t")
+
+
+def test_numbers_keep_the_colour_of_the_device_they_started_on(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    rows = table_cells(before, per_row(line_mesh, BLOCKS[:, ::-1]))
+    assert len(rows) == 8
+    for d, (device, held, got) in enumerate(rows):
+        colour = render.DEVICE_COLOURS[d]
+        assert device == [(f"cpu:{d}", colour)]
+        assert held == [(f"{10 * d}", colour), (f"{10 * d + 1}", colour)]
+        assert got == [(f"{10 * d + 1}", colour), (f"{10 * d}", colour)]
+
+
+def test_new_numbers_and_integer_results_stay_uncoloured(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    for after in (BLOCKS + 0.5, BLOCKS.astype(np.int32)):
+        for _, _, got in table_cells(before, per_row(line_mesh, after)):
+            assert {colour for _, colour in got} == {None}
+
+
+def test_a_sum_that_equals_another_devices_number_is_still_new_data(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    # Device 0's sum of the first four rows is 60 64: 60 is also device 6's own number.
+    sums = np.repeat(BLOCKS.reshape(2, 4, 2).sum(axis=1), 4, axis=0)
+    assert sums[0].tolist() == [60.0, 64.0]
+    for _, _, got in table_cells(before, per_row(line_mesh, sums)):
+        assert {colour for _, colour in got} == {None}
+
+
+def test_a_number_several_devices_held_has_no_single_owner(line_mesh):
+    before = per_row(line_mesh, np.zeros((8, 2)))
+    for _, held, got in table_cells(before, before):
+        assert {colour for _, colour in got} == {None}
+        assert len({colour for _, colour in held}) == 1  # its own, in the before column
+
+
+def test_the_table_is_a_white_card_in_both_schemes(line_mesh):
+    before = per_row(line_mesh, BLOCKS)
+    drawn = render.per_device_table(before, before, "t").html
+    assert drawn.startswith(
+        f'<table class="per-device" style="color:{render.CARD_INK};'
+        f'background:{render.CARD_PAPER}">'
+    )
 
 
 def test_uncoloured_text_in_a_rich_table_follows_the_page_colour():

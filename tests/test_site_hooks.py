@@ -379,11 +379,32 @@ def golden(chunks_per_block: list[list[dict]]) -> str:
                 )
                 drawn = without_times(chunk["alt"])
                 parts.append(f"--- block {number}: diagram\n{drawn}\nfills: {fills}")
+            elif "html" in chunk:
+                parts.append(
+                    f"--- block {number}: table\n{chunk['alt']}\n{cell_colours(chunk)}"
+                )
             else:
                 parts.append(f"--- block {number}: text\n{chunk['text'].rstrip()}")
     # Python 3.13 suggests a keyword in TypeErrors ("... 'check_rep'. Did you mean
     # 'check_vma'?"); the snapshot is the same on every Python the site supports.
     return re.sub(r"\. Did you mean '\w+'\?", "", "\n".join(parts)) + "\n"
+
+
+def cell_colours(chunk: dict) -> str:
+    """Per row of a per-device table, whose device's colour each number in `after` wears
+    (`-` for none): what tells a reader where each number came from."""
+    from docs_build.render import DEVICE_COLOURS
+
+    rows = []
+    for row in re.findall(r"<tr><th scope=\"row\".*?</tr>", chunk["html"]):
+        after = re.findall(r"<td>(.*?)</td>", row)[-1]
+        runs = re.findall(r'<span style="color:(#\w+)">([^<]*)</span>|([^<]+)', after)
+        owners = []
+        for colour, coloured, plain in runs:
+            mark = str(DEVICE_COLOURS.index(colour)) if colour else "-"
+            owners += [mark] * len((coloured or plain).replace("[", " ").split())
+        rows.append(" ".join(owners))
+    return "after, by owner: " + " | ".join(rows)
 
 
 def without_times(table: str) -> str:
@@ -439,6 +460,18 @@ def test_search_finds_each_text_once_and_stays_small(built_site):
                 assert code not in seen, f"{entry['location']} repeats {seen[code]}"
                 seen[code] = entry["location"]
     assert len(seen) > 50  # code is still searchable where it is first shown
+
+
+def test_every_guide_page_stays_under_150_kb(built_site):
+    """Heavy pages load slowly on a phone. Notebook pages are not held to this: their markup
+    is mkdocs-jupyter's (a copy button with its own icon, and wrappers, on every cell)."""
+    sizes = {
+        page.relative_to(built_site).as_posix(): page.stat().st_size
+        for page in built_site.rglob("*.html")
+        if page.relative_to(built_site).parts[0] != "notebooks"
+    }
+    assert len(sizes) >= 40  # the guide and exercise pages, home and 404
+    assert {page: size for page, size in sizes.items() if size > 150_000} == {}
 
 
 def test_every_page_with_code_links_its_notebook_and_colab(built_site):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 
 # On the page, these are defined by earlier blocks.
-from snippets.concepts.collectives.diagram import per_device, show_per_device
+from snippets.concepts.collectives.diagram import per_device
 
 
 def all_gather(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
@@ -19,7 +19,6 @@ def all_gather(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array
         return jax.lax.all_gather(block, "x")
 
     before, after = per_device(gather, x, mesh)
-    show_per_device(before, after, "all_gather(block, 'x')")
     # --8<-- [end:all-gather]
     return gather, before, after
 
@@ -30,7 +29,6 @@ def all_gather_tiled(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax
         return jax.lax.all_gather(block, "x", tiled=True)
 
     before, after = per_device(gather_tiled, x, mesh)
-    show_per_device(before, after, "all_gather(block, 'x', tiled=True)")
     # --8<-- [end:all-gather-tiled]
     return gather_tiled, before, after
 
@@ -41,7 +39,6 @@ def psum_scatter(mesh: Mesh, x8: jax.Array) -> tuple[Callable, jax.Array, jax.Ar
         return jax.lax.psum_scatter(block, "x")
 
     before, after = per_device(scatter, x8, mesh)
-    show_per_device(before, after, "psum_scatter(block, 'x')")
     # --8<-- [end:psum-scatter]
     return scatter, before, after
 

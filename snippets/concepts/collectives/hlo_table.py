@@ -7,16 +7,18 @@ Run `python -m snippets.concepts.collectives.hlo_table` to print what the page s
 import functools
 import re
 
+import numpy as np
+import rich
+from rich.box import SQUARE
+from rich.table import Table
+
 # --8<-- [end:imports]
+# isort: split
 from collections.abc import Callable
 
 import jax
-import numpy as np
-import rich
 from jax import P
 from jax.sharding import Mesh, NamedSharding
-from rich.box import SQUARE
-from rich.table import Table
 
 # On the page, these are defined by earlier blocks.
 from snippets.concepts.collectives.diagram import per_device

@@ -6,11 +6,10 @@ Run `python -m snippets.concepts.collectives.movement` to print what the page sh
 from collections.abc import Callable
 
 import jax
-import numpy as np
 from jax.sharding import Mesh
 
 # On the page, these are defined by earlier blocks.
-from snippets.concepts.collectives.diagram import per_device, show_per_device
+from snippets.concepts.collectives.diagram import per_device
 
 
 def ring_shift(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
@@ -21,7 +20,6 @@ def ring_shift(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array
         return jax.lax.ppermute(block, "x", perm=ring)
 
     before, after = per_device(shift, x, mesh)
-    show_per_device(before, after, "ppermute(block, 'x', perm=ring)")
     # --8<-- [end:ppermute]
     return shift, before, after
 
@@ -30,7 +28,7 @@ def open_shift(mesh: Mesh, x: jax.Array) -> jax.Array:
     # --8<-- [start:ppermute-no-wrap]
     line = [(i, i + 1) for i in range(7)]  # nobody sends to device 0
     _, after = per_device(lambda b: jax.lax.ppermute(b, "x", perm=line), x, mesh)
-    print("device 0 receives nothing and holds", np.asarray(after)[0])
+    print("device 0 receives nothing and holds", after.addressable_shards[0].data[0])
     # --8<-- [end:ppermute-no-wrap]
     return after
 
@@ -47,7 +45,6 @@ def all_to_all(mesh: Mesh, x8: jax.Array) -> tuple[Callable, jax.Array, jax.Arra
         )
 
     before, after = per_device(exchange, x8, mesh)
-    show_per_device(before, after, "all_to_all(block, 'x', 0, 0, tiled=True)")
     # --8<-- [end:all-to-all]
     return exchange, before, after
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 
 # On the page, these are defined by earlier blocks.
-from snippets.concepts.collectives.diagram import per_device, show_per_device
+from snippets.concepts.collectives.diagram import per_device
 
 
 def axis_index(mesh_2x4: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
@@ -19,7 +19,6 @@ def axis_index(mesh_2x4: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.A
         return jnp.stack([jax.lax.axis_index("x"), jax.lax.axis_index("y")])
 
     before, after = per_device(position, x, mesh_2x4)
-    show_per_device(before, after, "axis_index('x'), axis_index('y')")
     # --8<-- [end:axis-index]
     return position, before, after
 

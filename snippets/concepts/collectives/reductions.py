@@ -9,7 +9,7 @@ import jax
 from jax.sharding import Mesh
 
 # On the page, these are defined by earlier blocks.
-from snippets.concepts.collectives.diagram import per_device, show_per_device
+from snippets.concepts.collectives.diagram import per_device
 
 
 def psum(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
@@ -18,7 +18,6 @@ def psum(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
         return jax.lax.psum(block, "x")
 
     before, after = per_device(total, x, mesh)
-    show_per_device(before, after, "psum(block, 'x')")
     # --8<-- [end:psum]
     return total, before, after
 
@@ -31,7 +30,6 @@ def psum_one_axis(
         return jax.lax.psum(block, "y")  # add along y only
 
     before, after = per_device(row_total, x, mesh_2x4)
-    show_per_device(before, after, "psum(block, 'y') on the 2 x 4 mesh")
     # --8<-- [end:psum-over-y]
     return row_total, before, after
 
@@ -42,7 +40,6 @@ def pmean(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
         return jax.lax.pmean(block, "x")
 
     before, after = per_device(mean, x, mesh)
-    show_per_device(before, after, "pmean(block, 'x')")
     # --8<-- [end:pmean]
     return mean, before, after
 
@@ -53,7 +50,6 @@ def pmax(mesh: Mesh, x: jax.Array) -> tuple[Callable, jax.Array, jax.Array]:
         return jax.lax.pmax(block, "x")
 
     before, after = per_device(largest, x, mesh)
-    show_per_device(before, after, "pmax(block, 'x')")
     # --8<-- [end:pmax]
     return largest, before, after
 

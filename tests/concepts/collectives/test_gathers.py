@@ -2,8 +2,9 @@ import jax
 import numpy as np
 import pytest
 
+from docs_build.render import DEVICE_COLOURS, per_device_table
 from snippets.concepts.collectives import diagram, gathers
-from tests.concepts.collectives.ansi import cells
+from tests.concepts.collectives.cells import cells
 
 BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)
 BLOCKS8 = 10 * np.arange(8.0)[:, None] + np.arange(8)
@@ -19,35 +20,32 @@ def rows(array):
     return np.stack([np.asarray(s.data[0]) for s in shards])
 
 
-def test_all_gather_stacks_every_block_on_every_device(line_mesh, data, capsys):
+def test_all_gather_stacks_every_block_on_every_device(line_mesh, data):
     _, before, after = gathers.all_gather(line_mesh, data[0])
     np.testing.assert_array_equal(rows(before), BLOCKS)
     assert after.shape == (8, 8, 2)
     for held in rows(after):
         np.testing.assert_array_equal(held, BLOCKS)
-    assert "per device: (2,) -> (8, 2)" in capsys.readouterr().out
+    assert "per device: (2,) -> (8, 2)" in per_device_table(before, after, "t").text
 
 
-def test_tiled_all_gather_rebuilds_the_whole_vector_in_senders_colours(
-    line_mesh, data, coloured_tables, capsys
-):
-    _, _, after = gathers.all_gather_tiled(line_mesh, data[0])
+def test_tiled_all_gather_rebuilds_the_whole_vector_in_senders_colours(line_mesh, data):
+    _, before, after = gathers.all_gather_tiled(line_mesh, data[0])
     for held in rows(after):
         np.testing.assert_array_equal(held, BLOCKS.ravel())
-    out = capsys.readouterr().out
-    assert "per device: (2,) -> (16,)" in out
-    for _, _, got in cells(out):
+    assert "per device: (2,) -> (16,)" in per_device_table(before, after, "t").text
+    for _, _, got in cells(before, after):
         assert [colour for _, colour in got] == [
-            diagram.COLOURS[i // 2] for i in range(16)
+            DEVICE_COLOURS[i // 2] for i in range(16)
         ]
 
 
-def test_psum_scatter_gives_device_i_piece_i_of_the_sum(line_mesh, data, capsys):
+def test_psum_scatter_gives_device_i_piece_i_of_the_sum(line_mesh, data):
     _, before, after = gathers.psum_scatter(line_mesh, data[1])
     np.testing.assert_array_equal(rows(before), BLOCKS8)
     np.testing.assert_array_equal(rows(after), BLOCKS8.sum(axis=0))
     assert rows(after).tolist() == [280.0 + 8 * i for i in range(8)]
-    assert "per device: (8,) -> ()" in capsys.readouterr().out
+    assert "per device: (8,) -> ()" in per_device_table(before, after, "t").text
 
 
 def test_psum_scatter_then_tiled_all_gather_is_a_psum(line_mesh, data):
