@@ -1,6 +1,6 @@
 """Flax NNX's optimizer, then and now: `wrt=` is required and `update` takes the model.
 
-Run `python -m snippets.guides.migration.nnx_optimizer` to print what the page shows.
+Run `python -m snippets.guides.migration_flax.nnx_optimizer` to print what the page shows.
 """
 
 # --8<-- [start:imports]

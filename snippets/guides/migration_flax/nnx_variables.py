@@ -1,7 +1,7 @@
 """Flax NNX variables, then and now: creating sharded parameters under a mesh, the
 `out_sharding` metadata, `v[...]` instead of `.value`, and `Variable` for `VariableState`.
 
-Run `python -m snippets.guides.migration.nnx_variables` to print what the page shows.
+Run `python -m snippets.guides.migration_flax.nnx_variables` to print what the page shows.
 """
 
 # --8<-- [start:imports]
@@ -10,11 +10,18 @@ import warnings
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from jax.sharding import Mesh
+from jax.sharding import AxisType, Mesh
 
 # --8<-- [end:imports]
 
 Caught = list[warnings.WarningMessage]
+
+
+def build_mesh() -> Mesh:
+    # --8<-- [start:mesh]
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    # --8<-- [end:mesh]
+    return mesh
 
 
 def old_partitioned(mesh: Mesh) -> tuple[object, Caught]:
@@ -101,10 +108,9 @@ def old_variable_state() -> tuple[type, Caught]:
 
 
 def main() -> None:
-    from snippets.guides.migration.nnx_optimizer import tiny_model
-    from snippets.guides.migration.shard_map import build_data
+    from snippets.guides.migration_flax.nnx_optimizer import tiny_model
 
-    mesh, _, _ = build_data()
+    mesh = build_mesh()
     model, *_ = tiny_model()
     kernel_init, _ = old_partitioned(mesh)
     new_partitioned(mesh, kernel_init)

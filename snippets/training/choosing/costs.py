@@ -1,4 +1,4 @@
-"""What each strategy costs: bytes per device, collectives per step, time per step.
+"""What each strategy costs: bytes per device and collectives per step, compiled for CPU.
 
 Run `python -m snippets.training.choosing.costs` to print what the page shows.
 """
@@ -6,8 +6,6 @@ Run `python -m snippets.training.choosing.costs` to print what the page shows.
 # --8<-- [start:imports]
 import math
 import re
-import statistics
-import time
 from dataclasses import dataclass
 
 import jax
@@ -69,24 +67,12 @@ def per_device(tree) -> int:
     return sum(a.addressable_shards[0].data.nbytes for a in arrays)
 
 
-def step_time(compiled, state, x, y, runs: int = 5) -> float:
-    """Median seconds of one step, after one warm-up run."""
-    jax.block_until_ready(compiled(state, x, y))
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(state, x, y))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 @dataclass
 class Run:
     params: int  # bytes of weights on one device
     adam: int  # bytes of Adam's mu, nu and count on one device
     temp: int  # XLA's scratch memory on one device during a step
     collectives: dict[str, tuple[int, int]]
-    seconds: float
     losses: list[float]
     model: MLP
     compiled: jax.stages.Compiled
@@ -104,7 +90,6 @@ def run_strategy(strategy: str, steps: int = 3, batch: int = 64) -> Run:
         adam=per_device(optimizer.opt_state),
         temp=compiled.memory_analysis().temp_size_in_bytes,
         collectives=collective_bytes(compiled),
-        seconds=step_time(compiled, state, *data[0]),
         losses=[],
         model=model,
         compiled=compiled,
@@ -188,7 +173,7 @@ def show_table(runs: dict[str, Run], W: int, b: int, A: int) -> None:
     # --8<-- [start:table]
     table = Table(
         title="One train step of the MLP, batch 64, per device",
-        caption="times: this 2-core CPU machine, 8 virtual devices: relative only",
+        caption="compiled for the CPU backend",
         caption_style="italic",  # rich's default dims it to a grey under AA contrast
         title_justify="left",
         show_lines=True,
@@ -197,7 +182,6 @@ def show_table(runs: dict[str, Run], W: int, b: int, A: int) -> None:
     for column in ("weights", "Adam state", "temp"):
         table.add_column(column, justify="right")
     table.add_column("collectives")
-    table.add_column("ms", justify="right")
     for strategy, run in runs.items():
         want = formulas(strategy, W, b, A)
         comm = []
@@ -209,7 +193,6 @@ def show_table(runs: dict[str, Run], W: int, b: int, A: int) -> None:
             f"{run.adam:,}\n{want['adam'][0]}",
             f"{run.temp:,}",
             "\n".join(comm),
-            f"{run.seconds * 1e3:.2f}",
         )
     Console(width=96).print(table)
     # --8<-- [end:table]

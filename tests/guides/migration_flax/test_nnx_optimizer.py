@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from snippets.guides.migration import nnx_optimizer
+from snippets.guides.migration_flax import nnx_optimizer
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import pytest
 from flax import nnx
 from jax import P
 
-from snippets.guides.migration import nnx_variables
+from snippets.guides.migration_flax import nnx_variables
 
 MESH_CONTEXT_MESSAGE = (
     "`with mesh:` context manager has been deprecated. "

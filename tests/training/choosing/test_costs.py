@@ -98,7 +98,6 @@ def test_what_the_guidance_reads_from_the_table(runs):
     temps = {name: run.temp for name, run in runs.items()}
     assert max(temps, key=temps.get) == "FSDP"
     assert temps["FSDP"] >= SIZES[0]
-    assert all(run.seconds > 0 for run in runs.values())
 
 
 def test_fsdp_block_prints_its_collectives(runs, capsys):
@@ -113,7 +112,10 @@ def test_the_table_shows_measured_numbers_and_formulas(runs, capsys):
     costs.show_table(runs, *SIZES)
     out = capsys.readouterr().out
     assert "One train step of the MLP, batch 64, per device" in out
-    assert "this 2-core CPU machine, 8 virtual devices: relative only" in out
+    assert "compiled for the CPU backend" in out
+    assert (
+        "ms" not in out.split()
+    )  # times on 8 virtual devices sharing 2 cores say nothing
     rows = [line for line in out.splitlines() if line.startswith("│ ")]
     first = [cell.strip() for cell in rows[0].strip("│").split("│")]
     assert first[:5] == [

@@ -1,0 +1,1 @@
+"""Migrating Flax NNX code: old spellings next to today's, both run."""
