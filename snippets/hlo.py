@@ -17,7 +17,11 @@ COLLECTIVES = (
 
 
 def count_collectives(compiled) -> dict[str, int]:
-    """How many of each collective the compiled program contains, per device."""
+    """How many of each collective the compiled program's text contains, per device.
+
+    A count of the text: a collective inside a loop body (a `scan`, a `fori_loop`) is counted
+    once, however many times the loop runs.
+    """
     hlo = compiled.as_text()  # the optimized HLO, after sharding propagation
     # Asynchronous collectives appear as `all-reduce-start(`; count those once.
     return {

@@ -38,7 +38,7 @@ def arithmetic(x_grid: jax.Array, host: np.ndarray) -> dict[str, jax.Array]:
     return {expression: result for expression, (result, _) in results.items()}
 
 
-def index_sharded_dimension(x_grid: jax.Array) -> None:
+def index_sharded_dimension(x_grid: jax.Array) -> jax.Array:
     # --8<-- [start:indexing]
     try:
         x_grid[0]
@@ -46,6 +46,12 @@ def index_sharded_dimension(x_grid: jax.Array) -> None:
         print(f"{type(err).__name__}: {err}")
     print("after gathering:", np.asarray(x_grid)[0])
     # --8<-- [end:indexing]
+    # --8<-- [start:indexing-answered]
+    row_spec = NamedSharding(x_grid.sharding.mesh, P("y"))  # split like a row of x_grid
+    row = x_grid.at[0].get(out_sharding=row_spec)
+    print(jax.typeof(row), row)
+    # --8<-- [end:indexing-answered]
+    return row
 
 
 def main() -> None:

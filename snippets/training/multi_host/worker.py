@@ -49,9 +49,16 @@ def global_batch(mesh, x: np.ndarray, y: np.ndarray):
             f"a batch of {len(x)} rows cannot be split over the {n} devices of "
             f"mesh axis 'data': use a batch that is a multiple of {n}."
         )
-    rows = len(x) // jax.process_count()  # every process holds as many devices
-    mine = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
     sharding = NamedSharding(mesh, P("data"))
+    # The rows this process's devices hold, read from the sharding: where a process's
+    # devices sit along "data" is the mesh's choice, not a rule of process_index.
+    held = sharding.addressable_devices_indices_map(x.shape).values()
+    mine = slice(min(i[0].start for i in held), max(i[0].stop for i in held))
+    if mine.stop - mine.start != len(x) * len(held) // n:
+        raise ValueError(
+            "this process's devices hold rows that are not next to each other; "
+            "order the mesh's devices by process (jax.make_mesh(..., devices=...))."
+        )
     return tuple(  # (1)!
         jax.make_array_from_process_local_data(sharding, a[mine], a.shape)
         for a in (np.asarray(x), np.asarray(y))

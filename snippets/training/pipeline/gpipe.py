@@ -55,7 +55,7 @@ def gpipe(graphdef: nnx.GraphDef, mesh: Mesh, num_microbatches: int):
             h, tag = jax.lax.ppermute((h, tag), "stage", ring)  # (5)!
             return h, tag, acts, ran
 
-        def varying(a):  # a value that will differ from stage to stage
+        def varying(a):  # (6)!
             return jax.lax.pcast(a, "stage", to="varying")
 
         start = (

@@ -139,7 +139,7 @@ def forward(model: MLP, x: jax.Array):
     return compiled, y, expected
 
 
-def explicit_axes_refuse(column_row: dict[str, P], x: jax.Array) -> None:
+def explicit_axes_refuse(column_row: dict[str, P], x: jax.Array) -> jax.Array:
     # --8<-- [start:explicit-refuses]
     explicit = jax.make_mesh((8,), ("model",), axis_types=(AxisType.Explicit,))
     model_e = MLP(D_IN, D_HIDDEN, D_OUT, rngs=nnx.Rngs(0))
@@ -149,7 +149,20 @@ def explicit_axes_refuse(column_row: dict[str, P], x: jax.Array) -> None:
             jax.jit(lambda model, x: model(x))(model_e, np.asarray(x))
     except Exception as err:  # ShardingTypeError, not exported by jax
         print(f"{type(err).__name__}: {err}")
+
     # --8<-- [end:explicit-refuses]
+    # --8<-- [start:explicit-answered]
+    def forward_explicit(model, x):
+        hidden = jax.nn.relu(model.up(x))
+        return model.down(hidden, out_sharding=P())  # the full sum, on every device
+
+    with jax.set_mesh(explicit):
+        answered = jax.jit(forward_explicit)
+        out_e = answered(model_e, np.asarray(x))
+        print("output:", jax.typeof(out_e))
+        print_collectives(answered.lower(model_e, np.asarray(x)).compile())
+    # --8<-- [end:explicit-answered]
+    return out_e
 
 
 def hidden_not_divisible(column_row: dict[str, P], mesh: Mesh) -> None:

@@ -48,8 +48,11 @@ def test_arithmetic_matches_numpy_and_results_stay_sharded(x, mesh, capsys):
 def test_indexing_a_split_dimension_is_a_sharding_type_error(x, mesh, capsys):
     x_grid, _ = ordinary_arrays.gather_to_numpy(x, mesh)
     capsys.readouterr()
-    ordinary_arrays.index_sharded_dimension(x_grid)
+    row = ordinary_arrays.index_sharded_dimension(x_grid)
     lines = capsys.readouterr().out.splitlines()
+    np.testing.assert_array_equal(row, np.asarray(x_grid)[0])
+    assert row.sharding.spec == P("y")
+    assert lines[2] == "float32[4@y] [0. 1. 2. 3.]"
     assert lines[0].startswith(
         "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output "
         "PartitionSpec"

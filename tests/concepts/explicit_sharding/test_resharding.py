@@ -67,3 +67,28 @@ def test_on_auto_axes_the_compiler_reshards_silently():
     add = jax.jit(jnp.add)
     np.testing.assert_array_equal(add(a, b), 2 * X)
     assert count_collectives(add.lower(a, b).compile())
+
+
+def test_device_put_in_jit_on_explicit_axes_matches_reshard(x, explicit_mesh):
+    """The page says what old code's `device_put` inside `jit` does on Explicit axes: the same
+    type, collectives and gradient as `jax.reshard`. A JAX release that changes it fails here."""
+    swapped = NamedSharding(explicit_mesh, P("y", "x"))
+    weights = jnp.arange(4.0)
+
+    def by_device_put(a):
+        return jax.device_put(a, swapped)
+
+    def by_reshard(a):
+        return jax.reshard(a, P("y", "x"))
+
+    with jax.set_mesh(explicit_mesh):
+        programs = [jax.jit(f).lower(x).compile() for f in (by_device_put, by_reshard)]
+        types = [jax.typeof(jax.jit(f)(x)) for f in (by_device_put, by_reshard)]
+        grads = [
+            jax.jit(jax.grad(lambda a, f=f: (f(a) * weights).sum()))(x)
+            for f in (by_device_put, by_reshard)
+        ]
+    assert str(types[0]) == str(types[1]) == "float32[8@y,4@x]"
+    assert count_collectives(programs[0]) == count_collectives(programs[1])
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert grads[0].sharding.spec == x.sharding.spec

@@ -59,8 +59,12 @@ def test_psum_makes_the_claim_true(line_mesh, x, local_sum, capsys):
     assert capsys.readouterr().out == "float32[1] [120.]\n"
 
 
-def test_check_vma_off_returns_device_0s_partial_sum(line_mesh, x, local_sum, capsys):
+def test_check_vma_off_returns_one_devices_partial_sum(line_mesh, x, local_sum, capsys):
     capsys.readouterr()
     claimed = check_vma.check_vma_off(line_mesh, x, local_sum)
-    np.testing.assert_array_equal(claimed, [0.0 + 1.0])  # not 120
+    # One device's partial sum, not the total; JAX does not say whose. The page says what this
+    # CPU run returned (device 0's), and this test fails if that changes.
+    partials = np.arange(16.0).reshape(8, 2).sum(axis=1)
+    assert float(claimed[0]) in partials.tolist() and float(claimed[0]) != 120.0
+    np.testing.assert_array_equal(claimed, [0.0 + 1.0])
     assert capsys.readouterr().out == "claimed total: [1.]  np.sum(x): 120.0\n"

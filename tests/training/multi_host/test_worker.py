@@ -71,3 +71,46 @@ def test_the_command_line_checks_the_process_id(capsys):
         worker.main(["--process-id", "2", "--port", "1", "--out", "x.npz"])
     assert exit_.value.code == 2
     assert "--process-id must be in 0..1" in capsys.readouterr().err
+
+
+def as_if_this_process_held(monkeypatch, device_ids):
+    """Make the sharding report only `device_ids` as this process's, as in a multi-process
+    run, so that the rows a process loads can be checked in one process."""
+    real = NamedSharding.addressable_devices_indices_map
+
+    def held(self, shape):
+        return {d: i for d, i in real(self, shape).items() if d.id in device_ids}
+
+    monkeypatch.setattr(NamedSharding, "addressable_devices_indices_map", held)
+    captured = []  # what the process would hand to make_array_from_process_local_data
+    monkeypatch.setattr(
+        jax,
+        "make_array_from_process_local_data",
+        lambda sharding, local, shape: captured.append(local),
+    )
+    return captured
+
+
+def test_a_process_loads_the_rows_its_devices_hold_wherever_they_sit(data, monkeypatch):
+    x, y = data
+    # Devices 4 to 7 first along "data": a process holding them holds rows 0 to 31.
+    order = [jax.devices()[i] for i in (4, 5, 6, 7, 0, 1, 2, 3)]
+    mesh = jax.make_mesh(
+        (8,), ("data",), axis_types=(AxisType.Explicit,), devices=order
+    )
+    captured = as_if_this_process_held(monkeypatch, {4, 5, 6, 7})
+    worker.global_batch(mesh, x[0], y[0])
+    np.testing.assert_array_equal(captured[0], x[0][:32])
+
+
+def test_a_process_whose_rows_are_not_together_is_told_what_to_change(
+    data, monkeypatch
+):
+    x, y = data
+    order = [jax.devices()[i] for i in (0, 4, 1, 5, 2, 6, 3, 7)]
+    mesh = jax.make_mesh(
+        (8,), ("data",), axis_types=(AxisType.Explicit,), devices=order
+    )
+    as_if_this_process_held(monkeypatch, {0, 1, 2, 3})
+    with pytest.raises(ValueError, match="rows that are not next to each other"):
+        worker.global_batch(mesh, x[0], y[0])

@@ -92,3 +92,13 @@ def test_show_schedule_draws_the_grid(run, capsys):
     assert lines[1] == "stage 0  0  1  2  3  ·  ·  ·  ·  ·  ·  ·"
     assert lines[8] == "stage 7  ·  ·  ·  ·  ·  ·  ·  0  1  2  3"
     assert len(lines) == 9
+
+
+def test_without_pcast_the_loop_carry_changes_type(model, run, monkeypatch):
+    """What the page's note on `pcast` says: the carry starts the same on every stage, the
+    loop makes it differ, and fori_loop refuses a carry whose type changes."""
+    (mesh, graphdef, params, _, xs, _), _ = run
+    monkeypatch.setattr(jax.lax, "pcast", lambda a, *args, **kwargs: a)
+    with pytest.raises(TypeError, match="carry") as err:
+        gp.gpipe(graphdef, mesh, num_microbatches=4)(params, xs)
+    assert "stage" in str(err.value)

@@ -108,13 +108,19 @@ def test_forward_is_one_all_reduce_of_the_output(placed, hidden, capsys):
 
 
 def test_explicit_axes_refuse_the_row_parallel_product(placed, hidden, capsys):
-    column_row.explicit_axes_refuse(placed[0], hidden[0])
+    out = column_row.explicit_axes_refuse(placed[0], hidden[0])
     assert capsys.readouterr().out == (
         "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how "
         "the output should be sharded. Please specify the output sharding via the "
         "`out_sharding` parameter. Got lhs_contracting_spec=('model',) and "
         "rhs_contracting_spec=('model',)\n"
+        "output: float32[64,8]\n"
+        "all-reduce          1\n"
     )
+    # Answered with out_sharding=P(): the one-device forward pass, whole on every device.
+    reference = MLP(D_IN, D_HIDDEN, D_OUT, rngs=nnx.Rngs(0))(np.asarray(hidden[0]))
+    np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-6)
+    assert out.sharding.is_fully_replicated and out.shape == (64, 8)
 
 
 def test_a_hidden_size_of_100_is_refused_with_what_to_change(
