@@ -86,6 +86,19 @@ def data_parallel_for_comparison(replicated, replicated_optimizer, data: list):
     return data_parallel
 
 
+def memory_during_step(fsdp_compiled, data_parallel) -> dict[str, tuple[int, int]]:
+    # --8<-- [start:memory-during-step]
+    memory = {}
+    for name, program in [("FSDP", fsdp_compiled), ("data parallel", data_parallel)]:
+        report = program.memory_analysis()  # per device, for the CPU backend
+        memory[name] = (report.argument_size_in_bytes, report.temp_size_in_bytes)
+        print(
+            f"{name:<14} arguments {memory[name][0]:>7,}  temporary {memory[name][1]:>7,}"
+        )
+    # --8<-- [end:memory-during-step]
+    return memory
+
+
 def train_and_compare(model: MLP, optimizer: nnx.Optimizer, data: list, compiled):
     # --8<-- [start:train]
     losses = []
@@ -142,7 +155,10 @@ def main() -> None:
     compiled = compile_fsdp(fsdp_step, model, optimizer, data)
     from snippets.training.fsdp import memory
 
-    data_parallel_for_comparison(*memory.replicated_baseline(mesh), data)
+    data_parallel = data_parallel_for_comparison(
+        *memory.replicated_baseline(mesh), data
+    )
+    memory_during_step(compiled, data_parallel)
     train_and_compare(model, optimizer, data, compiled)
     batch_of_sixty(mesh)
     batch_of_sixty_trimmed(mesh)

@@ -114,3 +114,24 @@ def test_a_batch_of_60_is_refused_and_56_fits(data_mesh, capsys):
     assert x56.shape == (56, 32) and y56.shape == (56, 8)
     assert {s.data.shape for s in x56.addressable_shards} == {(7, 32)}
     assert capsys.readouterr().out == "per device: (7, 32)\n"
+
+
+def test_fsdp_keeps_less_but_holds_the_whole_model_during_the_step(
+    fsdp, placed, replicated, data, capsys
+):
+    """The page's claim about memory during the step, from the compiler's own report."""
+    compiled = fsdp[0]
+    data_parallel, _ = quietly(step.data_parallel_for_comparison, *replicated, data[0])
+    capsys.readouterr()
+    memory = step.memory_during_step(compiled, data_parallel)
+    model = placed[0][1]
+    weights = 4 * sum(p.size for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    assert weights == P_BYTES
+    (fsdp_args, fsdp_temp), (dp_args, dp_temp) = memory["FSDP"], memory["data parallel"]
+    assert fsdp_args < dp_args / 4  # slices of weights and Adam's state
+    assert fsdp_temp > weights > dp_temp  # the gathered weights and their gradients
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0]
+        == f"FSDP           arguments {fsdp_args:>7,}  temporary {fsdp_temp:>7,}"
+    )
