@@ -625,7 +625,12 @@ def _wrapped_by_async(module: Module, inst: Instruction, callers: dict) -> bool:
 
 
 def _place(module: Module, name: str, callers: dict) -> tuple[str, list[int | None]]:
-    """The computation that runs `name` (skipping fusions) and the loops around it."""
+    """The computation that runs `name` (skipping fusions) and the loops around it.
+
+    A trip count is None where it cannot be known from the text: a loop whose counter
+    cannot be read, a branch of a conditional (it runs once or not at all), or a
+    computation that nothing reachable calls.
+    """
     trips: list[int | None] = []
     place = None
     seen = set()
@@ -633,19 +638,20 @@ def _place(module: Module, name: str, callers: dict) -> tuple[str, list[int | No
         if name in seen:
             raise HloParseError(f"computation {name} calls itself")
         seen.add(name)
-        sites = callers.get(name)
+        sites = callers.get(name, [])
         if not sites:
-            break  # not reachable from ENTRY: leave its count as it is
-        if len({c.computation for c, _ in sites}) > 1:
-            raise HloParseError(f"{name} is called from several computations")
+            trips.append(None)
+            break
+        if len(sites) > 1:  # compiled modules give each computation one caller
+            raise HloParseError(f"{name} has {len(sites)} callers")
         caller, key = sites[0]
-        if caller.opcode == "while" and place is None:
+        if caller.opcode in ("while", "conditional", "call") and place is None:
             place = name
         if caller.opcode == "while":
             n = trip_count(module, caller)
             trips.append(None if n is None else (n + 1 if key == "condition" else n))
-        elif caller.opcode in ("conditional", "call") and place is None:
-            place = name
+        elif caller.opcode == "conditional":
+            trips.append(None)
         name = caller.computation
     return place or name, trips[::-1]
 

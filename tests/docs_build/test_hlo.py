@@ -461,3 +461,19 @@ def test_live_mesh_groups_are_the_devices_that_sum_together(devices, axes):
         for p in group:
             assert sums[p] == sum(group), (axes, c.replica_groups, group)
     assert math.prod(mesh.shape[a] for a in np.atleast_1d(axes)) == c.group_size
+
+
+def test_live_collective_in_a_cond_branch_says_unknown(auto_mesh):
+    def f(x):
+        return jax.lax.cond(
+            jnp.sum(x) > 0,
+            lambda c: c + jax.lax.psum(c, "x"),
+            lambda c: c,
+            x,
+        )
+
+    _, compiled = compile_mapped(f, auto_mesh, P("x"), P("x"), (64, 16))
+    text = compiled.as_text()
+    assert " conditional(" in text
+    (c,) = hlo.read(text).collectives
+    assert c.trip_counts == (None,) and c.runs is None  # once, or not at all
