@@ -7,6 +7,7 @@
     nox -s browser  the built site in Chromium: requests, console, search, copy, colours, axe
     nox -s latest   the tests and a strict build against the newest jax, flax and optax
     nox -s versions probe what the site teaches under every JAX release line (minutes)
+    nox -s tpu      compile the training steps for TPU topologies, without a TPU
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
     nox -s lighthouse   Lighthouse scores of three pages in Chromium
 
@@ -282,6 +283,18 @@ def versions(session: nox.Session) -> None:
     """
     install(session, "versions")
     session.run("python", "-m", "docs_build.versions.matrix", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tpu(session: nox.Session) -> None:
+    """Compile the training steps for CPU and for TPU topologies, without a TPU.
+
+    libtpu compiles for a topology it is only told about; nothing runs. Writes
+    docs_build/tpu/results.json (collectives, wire bytes, memory, flops per target and
+    strategy): commit the result.
+    """
+    install(session, "tpu")
+    session.run("python", "-m", "docs_build.tpu", *session.posargs, env=QUIET)
 
 
 @nox.session(python=PYTHON)

@@ -1,0 +1,3 @@
+from docs_build.tpu.driver import main
+
+raise SystemExit(main())

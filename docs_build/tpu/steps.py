@@ -1,0 +1,189 @@
+"""The training steps the site shows, compiled for any set of devices from shapes alone.
+
+A page builds real arrays on 8 CPU devices; a TPU topology that libtpu describes has no
+memory to hold them. Each builder here takes the devices (CPU, or a TPU topology's),
+builds the page's mesh over them, describes every argument as a `jax.ShapeDtypeStruct`
+carrying the sharding the page gives it, and returns a `Step` whose `compile()` lowers
+and compiles the page's own step for that target.
+
+From the pages, unchanged: the model (`snippets.models.MLP`, `train_step`), the sharding
+rules and their placement by path (`snippets.training.choosing.strategies`), the step
+compiled as a function of state (`snippets.training.choosing.costs.compile_step`), the
+FSDP page's step that gathers the weights itself (`fsdp_step_for`) and the pipeline
+page's GPipe schedule (`gpipe`). Written here: shapes instead of `jax.device_put`, meshes
+scaled from 8 devices to N, and the FSDP page's rule for picking the dimension to split
+(its `shard_fsdp` moves real arrays), which a test holds equal to the page's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax import P
+from jax.sharding import AxisType, Mesh, NamedSharding
+
+from snippets.models import MLP
+from snippets.training.choosing import costs, strategies
+from snippets.training.fsdp.step import fsdp_step_for
+from snippets.training.pipeline.gpipe import gpipe
+
+# The model every table is about: an MLP 1024 -> 4096 -> 1024 in float32 trained with
+# Adam on a batch of 256, large enough that weights, not activations, dominate.
+D, HIDDEN, BATCH = 1024, 4096, 256
+MICROBATCHES = 8  # the pipeline's batch in 8 microbatches of 32 rows
+MODEL_AXIS = 4  # 2-D: the model axis of the page's "2-D (2, 4)", data takes the rest
+
+
+@dataclass
+class Step:
+    """A page's step for one set of devices: `step.compile()` lowers and compiles it."""
+
+    compile: Callable[[], jax.stages.Compiled]
+    mesh: Mesh
+    source: str  # the function on the page that the program comes from
+
+
+def abstract_training_state(mesh: Mesh, rules: dict[str, P], batch_spec: P):
+    """The MLP, its Adam state and one batch, as shapes placed by `rules`.
+
+    Placement is the choosing page's: `spec_for` finds a rule by path, so Adam's mu and
+    nu follow their weight; `check_split` refuses a rule that splits unevenly.
+    """
+
+    def build():
+        model = MLP(D, HIDDEN, D, rngs=nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+    model, optimizer = nnx.eval_shape(build)
+    state = nnx.state((model, optimizer))
+    for path, leaf in jax.tree.leaves_with_path(state):
+        spec = strategies.spec_for(path, rules)
+        strategies.check_split(strategies.name_of(path[1:-1]), leaf.shape, spec, mesh)
+    placed = jax.tree.map_with_path(
+        lambda path, leaf: jax.ShapeDtypeStruct(
+            leaf.shape,
+            leaf.dtype,
+            sharding=NamedSharding(mesh, strategies.spec_for(path, rules)),
+        ),
+        state,
+    )
+    nnx.update((model, optimizer), placed)
+    batch = jax.ShapeDtypeStruct(
+        (BATCH, D), jnp.float32, sharding=NamedSharding(mesh, batch_spec)
+    )
+    return model, optimizer, batch, batch
+
+
+def auto_mesh(devices: Sequence, shape: tuple[int, ...], axes: tuple[str, ...]) -> Mesh:
+    """As the pages' `jax.make_mesh(..., axis_types=Auto)`, over the given devices.
+
+    make_mesh orders a TPU topology's devices by their place in the torus.
+    """
+    return jax.make_mesh(
+        shape, axes, axis_types=(AxisType.Auto,) * len(axes), devices=list(devices)
+    )
+
+
+def choosing_page_step(devices: Sequence, page_strategy: str, shape: tuple) -> Step:
+    """A strategy of the choosing page, its mesh scaled to `shape`."""
+    _, axes, rules, batch_spec = strategies.STRATEGIES[page_strategy]
+    mesh = auto_mesh(devices, shape, axes)
+    args = abstract_training_state(mesh, rules, batch_spec)
+    return Step(
+        # The page's compile_step: split (model, optimizer), jit the step of the state.
+        compile=lambda: costs.compile_step(*args)[0],
+        mesh=mesh,
+        source="snippets.training.choosing.costs.compile_step",
+    )
+
+
+def fsdp_rules(mesh: Mesh) -> dict[str, P]:
+    """The FSDP page's rule: each weight's largest dimension that "data" divides.
+
+    `shard_fsdp` on the page applies this to real arrays; this gives the same specs by
+    name without moving anything (tests compare the two on 8 CPU devices).
+    """
+    n = mesh.shape["data"]
+    shapes = {
+        "up.kernel": (D, HIDDEN),
+        "up.bias": (HIDDEN,),
+        "down.kernel": (HIDDEN, D),
+        "down.bias": (D,),
+    }
+    rules = {}
+    for name, shape in shapes.items():
+        divisible = [d for d, size in enumerate(shape) if size % n == 0]
+        if divisible:
+            dim = max(divisible, key=lambda d: shape[d])
+            rules[name] = P(*[None] * dim, "data")
+        else:
+            rules[name] = P()
+    return rules
+
+
+def fsdp_page_step(devices: Sequence) -> Step:
+    """The FSDP page's step: weights gathered explicitly, gradients left to the compiler."""
+    mesh = auto_mesh(devices, (len(devices),), ("data",))
+    args = abstract_training_state(mesh, fsdp_rules(mesh), P("data"))
+    step = jax.jit(fsdp_step_for(mesh))  # as the page's compile_fsdp
+    return Step(
+        compile=lambda: step.lower(*args).compile(),
+        mesh=mesh,
+        source="snippets.training.fsdp.step.fsdp_step_for",
+    )
+
+
+def pipeline_step(devices: Sequence) -> Step:
+    """The pipeline page's GPipe forward pass: one MLP stage per device.
+
+    The page places real stages with `place_stages`; here the stacked weights are shapes
+    split over "stage", and the batch is cut into MICROBATCHES as `split_microbatches`
+    does.
+    """
+    stages = len(devices)
+    mesh = jax.make_mesh(
+        (stages,), ("stage",), axis_types=(AxisType.Explicit,), devices=list(devices)
+    )
+    stage = nnx.eval_shape(lambda: MLP(D, HIDDEN, D, rngs=nnx.Rngs(0)))
+    graphdef, state = nnx.split(stage)
+    by_stage = NamedSharding(mesh, P("stage"))
+    params = jax.tree.map(
+        lambda leaf: jax.ShapeDtypeStruct(
+            (stages, *leaf.shape), leaf.dtype, sharding=by_stage
+        ),
+        state,
+    )
+    xs = jax.ShapeDtypeStruct(
+        (MICROBATCHES, BATCH // MICROBATCHES, D),
+        jnp.float32,
+        sharding=NamedSharding(mesh, P()),
+    )
+    forward = gpipe(graphdef, mesh, MICROBATCHES)  # jitted by the page
+    return Step(
+        compile=lambda: forward.lower(params, xs).compile(),
+        mesh=mesh,
+        source="snippets.training.pipeline.gpipe.gpipe",
+    )
+
+
+def _two_d_shape(n: int) -> tuple[int, int]:
+    if n % MODEL_AXIS:
+        raise ValueError(f"2-D needs a device count divisible by {MODEL_AXIS}, got {n}")
+    return (n // MODEL_AXIS, MODEL_AXIS)
+
+
+# name: how to build it for a list of devices. Names are the choosing page's where the
+# step is the choosing page's.
+STRATEGIES: dict[str, Callable[[Sequence], Step]] = {
+    "data parallel": lambda d: choosing_page_step(d, "data parallel", (len(d),)),
+    "FSDP": lambda d: choosing_page_step(d, "FSDP", (len(d),)),
+    "FSDP, explicit gather": fsdp_page_step,
+    "tensor parallel": lambda d: choosing_page_step(d, "tensor parallel", (len(d),)),
+    "2-D": lambda d: choosing_page_step(d, "2-D (2, 4)", _two_d_shape(len(d))),
+    "pipeline": pipeline_step,
+}
