@@ -492,7 +492,8 @@ def _chain_key(inst: Instruction) -> tuple | None:
     return (inst.attribute("channel_id"), chain.group(1) if chain else None)
 
 
-def _is_reduce_scatter_body(module: Module, comp: Computation) -> bool:
+def _is_reduce_scatter_body(comp: Computation) -> bool:
+    """A body that all-reduces and keeps a dynamic slice: TPU's reduce-scatter."""
     root = comp.root
     while root is not None and root.opcode in ("bitcast", "copy", "reshape"):
         root = comp.instructions.get(root.operands[0])
@@ -510,13 +511,17 @@ def _is_reduce_scatter_fusion(module: Module, inst: Instruction) -> bool:
         len(called) == 1
         and "kind=kCustom" in inst.attributes
         and called[0] in module.computations
-        and _is_reduce_scatter_body(module, module.computations[called[0]])
+        and _is_reduce_scatter_body(module.computations[called[0]])
     )
 
 
 def _inner_all_reduce(module: Module, fusion: Instruction) -> Instruction:
     body = module.computations[fusion.called("calls")[0]]
-    found = [i for i in body.instructions.values() if i.opcode in ("all-reduce",)]
+    found = [
+        i
+        for i in body.instructions.values()
+        if i.opcode in ("all-reduce", "all-reduce-start")
+    ]
     if len(found) != 1:
         raise HloParseError(f"{fusion.name}: expected one all-reduce in its body")
     return found[0]
@@ -685,10 +690,10 @@ def _counted_loop(module: Module, loop: Instruction) -> int | None:
         return None
     direction = re.search(r"direction=(\w+)", inst.attributes).group(1)
     left, right = (_value(module, comp, o, args) for o in inst.operands[:2])
-    if isinstance(right, tuple) and isinstance(left, int):
+    if _is_element(right) and isinstance(left, int):
         left, right = right, left
         direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction)
-    if not (isinstance(left, tuple) and isinstance(right, int)):
+    if not (_is_element(left) and isinstance(right, int)):
         return None
     index = left[1]
     start = _value(module, caller, loop.operands[0], {}, element=index)
@@ -720,8 +725,19 @@ def _through_fusion(module: Module, comp: Computation, inst: Instruction):
     return (comp, inst, args) if inst is not None else None
 
 
+_LOOP_TUPLE = ("tuple", None)  # the loop's own parameter, inside its body or condition
+
+
+def _is_element(value) -> bool:
+    return isinstance(value, tuple) and value[0] == "element"
+
+
 def _value(module, comp, name, args, element=None):
-    """A constant int, ("element", k) for element k of the loop tuple, or None."""
+    """A constant int, ("element", k) for element k of the loop tuple, or None.
+
+    `args` gives the values of a fused computation's parameters; `element` reads one
+    element of a tuple instruction (the while's operand, for the counter's start).
+    """
     inst = comp.instructions[name]
     while inst.opcode in _TRANSPARENT:
         inst = comp.instructions[inst.operands[0]]
@@ -731,11 +747,11 @@ def _value(module, comp, name, args, element=None):
         number = int(inst.operands[0])
         if number in args:
             return args[number]
-        return ("tuple", None) if element is None else None
+        return _LOOP_TUPLE if element is None else None
     if inst.opcode == "get-tuple-element":
         index = int(inst.attribute("index"))
         source = _value(module, comp, inst.operands[0], args)
-        if source == ("tuple", None):
+        if source == _LOOP_TUPLE:
             return ("element", index)
         return None
     if inst.opcode == "tuple" and element is not None:
