@@ -22,6 +22,7 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 
 from docs_build import notebooks, outputs  # noqa: E402
 from docs_build.devices import CACHE_SETTINGS  # noqa: E402
+from docs_build.tpu import pages as tpu_pages  # noqa: E402
 from docs_build.versions import pages as version_pages  # noqa: E402
 
 _results: dict[str, outputs.PageResult] = {}
@@ -135,10 +136,11 @@ def on_page_markdown(markdown, page, config, files):
     # matrix, and a note under the title when the code needs a newer release.
     try:
         markdown = version_pages.fill("\n".join(lines), page.file.src_uri)
+        markdown = tpu_pages.fill(markdown)
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)
-    except version_pages.VersionsError as err:
+    except (version_pages.VersionsError, tpu_pages.TpuPagesError) as err:
         raise PluginError(str(err)) from None
     if blocks and not notebooks.needs_the_repository(blocks):
         # Every page with code is also a notebook: say where, under the title.

@@ -71,13 +71,20 @@ def links_markdown(page: str, repo_url: str, *, from_notebook: bool) -> str:
     )
 
 
+HEADING_ATTRS = re.compile(r"^(#{1,6} .*?)\s*\{[^{}]*\}[ \t]*$", re.MULTILINE)
+
+
 def _prose(text: str, page: str, site_url: str) -> str:
     """Page Markdown that Jupyter renders: Material's admonitions become quotes and its tabs
     plain sections, includes are expanded, and links to other pages made absolute, so they
     work from the notebook and on Colab."""
     out: list[str] = []
     box = None  # inside an admonition ("quote") or a content tab ("tab")
-    for line in version_pages.fill(outputs.expand(text, page), page).split("\n"):
+    text = version_pages.fill(outputs.expand(text, page), page)
+    # A heading's attribute list (`{ #id }`, `{ data-search-exclude }`) is for the site:
+    # Jupyter would print it.
+    text = HEADING_ATTRS.sub(r"\1", text)
+    for line in text.split("\n"):
         if m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
             out.append(f"> **{m.group(2) or 'Note'}**")
             box = "quote"

@@ -274,3 +274,10 @@ def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
             if o.output_type == "error"
         ]
         assert not errors, f"{rel}: {errors[0]['ename']}: {errors[0]['evalue']}"
+
+
+def test_heading_attribute_lists_are_the_sites_not_the_notebooks():
+    text = "## Where next { data-search-exclude }\n### `pmap` { #pmap }\nA {brace} stays.\n"
+    assert notebooks.HEADING_ATTRS.sub(r"\1", text) == (
+        "## Where next\n### `pmap`\nA {brace} stays.\n"
+    )

@@ -31,7 +31,7 @@ def test_the_page_shows_the_starter_the_check_and_a_folded_solution(name):
     assert f'    --8<-- "{exercise.solution}"' in folded
     assert re.search(r'^\?\?\? tip "Hint 1', text, re.MULTILINE)
     assert f"]({Path('..', exercise.practises).as_posix()})" in text.split("\n\n")[1]
-    assert "\n## Where next\n" in text
+    assert "\n## Where next { data-search-exclude }\n" in text
 
 
 @pytest.mark.parametrize("name", list(EXERCISES))

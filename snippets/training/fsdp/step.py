@@ -86,10 +86,10 @@ def data_parallel_for_comparison(replicated, replicated_optimizer, data: list):
     return data_parallel
 
 
-def memory_during_step(fsdp_compiled, data_parallel) -> dict[str, tuple[int, int]]:
+def memory_during_step(compiled, data_parallel) -> dict[str, tuple[int, int]]:
     # --8<-- [start:memory-during-step]
     memory = {}
-    for name, program in [("FSDP", fsdp_compiled), ("data parallel", data_parallel)]:
+    for name, program in [("FSDP", compiled), ("data parallel", data_parallel)]:
         report = program.memory_analysis()  # per device, for the CPU backend
         memory[name] = (report.argument_size_in_bytes, report.temp_size_in_bytes)
         print(
