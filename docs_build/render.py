@@ -445,7 +445,9 @@ def per_device_table(before, after, title: str) -> Html:
     text.append(shapes)
     table = (
         f'<table class="per-device" style="color:{CARD_INK};background:{CARD_PAPER}">'
-        f"<caption>{html.escape(title)}<br><small>{html.escape(shapes)}</small></caption>"
+        # The caption sits outside the table's box: it gets the card's colours of its own.
+        f'<caption style="color:{CARD_INK};background:{CARD_PAPER}">'
+        f"{html.escape(title)}<br><small>{html.escape(shapes)}</small></caption>"
         '<thead><tr><th scope="col">device</th><th scope="col">before</th>'
         '<th scope="col">after</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"

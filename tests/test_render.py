@@ -134,7 +134,7 @@ def test_a_per_device_table_has_a_row_per_device_and_the_block_shapes(line_mesh)
     assert lines[5] == "cpu:3 | 30 31 | [30 31][30 31]"
     assert lines[-1] == "per device: (2,) -> (2, 2)"
     assert (
-        "<caption>a &lt;title&gt;<br><small>per device: (2,) -&gt; (2, 2)" in drawn.html
+        "a &lt;title&gt;<br><small>per device: (2,) -&gt; (2, 2)</small>" in drawn.html
     )
     assert drawn.html.count("<tr>") == 9  # the header and a row per device
     assert 'scope="col">device</th>' in drawn.html
@@ -183,6 +183,9 @@ def test_a_number_several_devices_held_has_no_single_owner(line_mesh):
 def test_the_table_is_a_white_card_in_both_schemes(line_mesh):
     before = per_row(line_mesh, BLOCKS)
     drawn = render.per_device_table(before, before, "t").html
+    # The caption is outside the table's box, so it carries the card's colours itself.
+    card = f'style="color:{render.CARD_INK};background:{render.CARD_PAPER}"'
+    assert f"<caption {card}>t<br>" in drawn
     assert drawn.startswith(
         f'<table class="per-device" style="color:{render.CARD_INK};'
         f'background:{render.CARD_PAPER}">'
