@@ -270,3 +270,124 @@ def test_asking_for_another_device_count_gets_a_hint(grade):
         "file cannot ask for another number: remove its jax.config.update lines (or "
         "ask for 8)."
     )
+
+
+def test_a_shard_map_exercise_must_trace_it_does_not_fall_back(grade):
+    """What cannot be traced cannot show its shard_map: the check says so, and what to do."""
+    status, out, path = grade(
+        "shard_map_double",
+        DOUBLE.replace(
+            "        return jax.shard_map(",
+            "        assert len(x.addressable_shards) >= 1  # a concrete array's only\n"
+            "        return jax.shard_map(",
+        ),
+    )
+    assert status == 1
+    flat = " ".join(out.split())
+    assert (
+        "FAILED program (uses shard_map) - the grader could not trace it with "
+        "jax.make_jaxpr, so it cannot check that a shard_map does the work: it needs "
+        "the value of a traced array on the host"
+    ) in flat
+    assert "Keep the work in JAX: jax.numpy and jax.shard_map" in flat
+    assert f'File "{path}", line 9, in shard_map_double' in out
+    no_grader_traceback(out)
+
+
+@pytest.mark.parametrize(
+    ("exercise", "source"),
+    [
+        pytest.param(
+            "shard_map_double",
+            """
+            import jax
+            import numpy as np
+            from jax import P
+            from jax.sharding import AxisType, Mesh, NamedSharding
+
+
+            def shard_map_double(x):
+                mesh = Mesh(np.array(jax.devices()[:2]), ("data",),
+                            axis_types=(AxisType.Explicit,))
+                placed = jax.device_put(x, NamedSharding(mesh, P("data")))
+                double = jax.jit(jax.shard_map(
+                    lambda y: y * 2.0, mesh=mesh, in_specs=P("data"), out_specs=P("data")
+                ))
+                return double(placed)
+            """,
+            id="shard_map_double: two devices, jitted",
+        ),
+        pytest.param(
+            "manual_dense",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+
+
+            def manual_dense(x, W, b, mesh):
+                def body(xs, Ws, b):
+                    z = jax.lax.psum(jnp.einsum("i,io->o", xs, Ws), "x") + b
+                    return 1 / (1 + jnp.exp(-z))
+
+                layer = jax.shard_map(
+                    body, mesh=mesh, in_specs=(P("x"), P("x", None), P(None)),
+                    out_specs=P(None),
+                )
+                return jax.jit(layer)(x, W, b)
+            """,
+            id="manual_dense: einsum, sigmoid by hand, P(None) specs",
+        ),
+        pytest.param(
+            "ring_all_gather",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+
+
+            def ring_all_gather(x, mesh):
+                n = mesh.shape["x"]
+
+                def body(block):
+                    me = jax.lax.axis_index("x")
+                    copy = jnp.zeros((n, block.size), block.dtype).at[me].set(block)
+
+                    def hop(k, state):
+                        held, copy = state
+                        held = jax.lax.ppermute(
+                            held, "x", [(i, (i + 1) % n) for i in range(n)]
+                        )
+                        return held, copy.at[(me - k) % n].set(held)
+
+                    _, copy = jax.lax.fori_loop(1, n, hop, (block, copy))
+                    return copy.reshape(1, -1)
+
+                return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+            """,
+            id="ring_all_gather: the hops in a fori_loop",
+        ),
+        pytest.param(
+            "column_sums",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def column_sums(x, mesh):
+                @jax.jit
+                def sums(a):
+                    return jax.lax.with_sharding_constraint(
+                        a.sum(axis=0), NamedSharding(mesh, P())
+                    )
+
+                return sums(x)
+            """,
+            id="column_sums: with_sharding_constraint inside the jit",
+        ),
+    ],
+)
+def test_right_answers_written_another_way_pass(grade, exercise, source):
+    status, out, _ = grade(exercise, source)
+    assert status == 0, out

@@ -18,6 +18,8 @@ from snippets.exercises.common import (
 from snippets.exercises.grading import (
     Case,
     Exercise,
+    ShardedWork,
+    Split,
     array_problems,
     sharding_problems,
 )
@@ -57,6 +59,11 @@ def manual_dense_cases() -> list[Case]:
     return cases
 
 
+def all_of_x(args) -> tuple[int, str]:
+    n = args[3].shape["x"]
+    return n, f"the contracting dimension is split over all {n} devices of 'x'."
+
+
 EXERCISE = Exercise(
     name="manual_dense",
     title="A dense layer with shard_map and psum",
@@ -66,6 +73,14 @@ EXERCISE = Exercise(
     cases=manual_dense_cases,
     requires=("shard_map", "psum"),
     traced=(0, 1, 2),
+    on_device=True,
+    sharded=ShardedWork(
+        splits=(
+            Split(argument=0, what="x", axis="x", devices=all_of_x),
+            Split(argument=1, what="the rows of W", axis="x", devices=all_of_x),
+        ),
+        out_specs=P(),
+    ),
     hints={
         "shard_map": SHARD_MAP_HINT,
         "psum": "Add the devices' partial products with jax.lax.psum(..., 'x').",

@@ -19,6 +19,8 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    ShardedWork,
+    Split,
     array_problems,
 )
 
@@ -69,6 +71,21 @@ EXERCISE = Exercise(
     requires=("shard_map", "ppermute"),
     forbids=("all_gather", "psum", "all_to_all", "psum_scatter"),
     traced=(0,),
+    on_device=True,
+    sharded=ShardedWork(
+        splits=(
+            Split(
+                argument=0,
+                what="the blocks of x",
+                axis="x",
+                devices=lambda args: (
+                    args[1].shape["x"],
+                    "every device of the mesh's axis 'x' holds one block.",
+                ),
+            ),
+        ),
+        out_specs=P("x"),
+    ),
     hints={
         "shard_map": SHARD_MAP_HINT,
         "ppermute": "Pass the blocks from device to device with jax.lax.ppermute.",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax import P
 
 from snippets.exercises.common import (
     SHARD_MAP_HINT,
@@ -15,6 +16,8 @@ from snippets.exercises.common import (
 from snippets.exercises.grading import (
     Case,
     Exercise,
+    ShardedWork,
+    Split,
     array_problems,
 )
 
@@ -42,5 +45,11 @@ EXERCISE = Exercise(
     cases=shard_map_double_cases,
     requires=("shard_map",),
     traced=(0,),
+    on_device=True,
     hints={"shard_map": SHARD_MAP_HINT},
+    # The statement fixes the specs and the body; the mesh may have one device or eight.
+    sharded=ShardedWork(
+        splits=(Split(argument=0, what="the elements of x", axis="data"),),
+        out_specs=P("data"),
+    ),
 )

@@ -6,6 +6,7 @@ its statement is docs/exercises/shard_map_vs_vmap.md.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -13,6 +14,8 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    ShardedWork,
+    Split,
     array_problems,
 )
 
@@ -44,6 +47,17 @@ def stacked_problems(got, sums: np.ndarray) -> Problems:
     return array_problems(got, expected)
 
 
+def devices_for(args) -> tuple[int, str]:
+    """The statement's rule: as many devices as divide B, all 8 when they do."""
+    rows, most = args[0].shape[0], jax.device_count()
+    k = max(d for d in range(1, most + 1) if rows % d == 0)
+    return k, (
+        f"{k} is the most devices (of {most}) that divide B = {rows}. Build the mesh "
+        f"from jax.devices()[:k], with k the largest divisor of B that is at most "
+        f"{most}."
+    )
+
+
 EXERCISE = Exercise(
     name="shard_map_vs_vmap",
     title="shard_map vs vmap: per-row sums of squares both ways",
@@ -53,6 +67,10 @@ EXERCISE = Exercise(
     cases=shard_map_vs_vmap_cases,
     requires=("shard_map",),
     traced=(0,),
+    on_device=True,
+    sharded=ShardedWork(
+        splits=(Split(argument=0, what="the rows of x", devices=devices_for),),
+    ),
     hints={"shard_map": "Compute the second result with jax.shard_map."},
     on_error={
         "not evenly divisible": (
