@@ -133,8 +133,10 @@ def array_problems(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     exact: bool = False,
+    dtype: Any = None,
 ) -> Problems:
-    """Shape and values of `got` against `expected`, with the first mismatch."""
+    """Shape, dtype (when given) and values of `got` against `expected`, with the first
+    mismatch."""
     if got is None:
         return ["it returned None: did you forget the `return`?"]
     try:
@@ -146,6 +148,12 @@ def array_problems(
     expected = np.asarray(expected)
     if values.shape != expected.shape:
         return [f"wrong shape: expected {expected.shape}, got {values.shape}."]
+    if dtype is not None and values.dtype != np.dtype(dtype):
+        return [
+            f"wrong dtype: expected {np.dtype(dtype)}, got {values.dtype}. Keep the "
+            f"{np.dtype(dtype)} of the input: do not cast it, or the result, to another "
+            "type."
+        ]
     if exact:
         wrong = values != expected
     else:

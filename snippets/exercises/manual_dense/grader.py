@@ -51,7 +51,9 @@ def manual_dense_cases() -> list[Case]:
                 ),
                 args=args,
                 check=checks(
-                    lambda got, a, e=expected: array_problems(got, e, rtol=1e-5),
+                    lambda got, a, e=expected: array_problems(
+                        got, e, rtol=1e-5, dtype=np.float32
+                    ),
                     lambda got, a: sharding_problems(got, a[3], P()),
                 ),
             )

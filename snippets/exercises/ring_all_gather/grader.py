@@ -46,7 +46,7 @@ def ring_all_gather_cases() -> list[Case]:
 
 def ring_problems(got, x: np.ndarray, n: int) -> Problems:
     expected = np.tile(x, (n, 1))
-    problems = array_problems(got, expected)
+    problems = array_problems(got, expected, dtype=np.float32)
     if problems and np.shape(got) == expected.shape:
         wrong = [d for d in range(n) if not np.allclose(np.asarray(got)[d], x)]
         problems.append(

@@ -30,7 +30,9 @@ def shard_map_double_cases() -> list[Case]:
             Case(
                 about=f"x = float32[{n}], from {x[0]:g} to {x[-1]:g}",
                 args=lambda x=x: (jnp.asarray(x),),
-                check=lambda got, args, x=x: array_problems(got, 2 * x),
+                check=lambda got, args, x=x: array_problems(
+                    got, 2 * x, dtype=np.float32
+                ),
             )
         )
     return cases
