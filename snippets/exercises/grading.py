@@ -99,6 +99,7 @@ OPERATIONS = {
     "psum_scatter": ("jax.lax.psum_scatter", {"reduce_scatter", "psum_scatter"}),
     "pmax": ("jax.lax.pmax", {"pmax"}),
     "pmin": ("jax.lax.pmin", {"pmin"}),
+    "jit": ("jax.jit", {"jit", "pjit"}),
 }
 
 

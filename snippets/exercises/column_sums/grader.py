@@ -62,6 +62,13 @@ EXERCISE = Exercise(
     practises="concepts/automatic-sharding.md",
     solution="snippets/exercises/column_sums/solution.py:solution",
     cases=column_sums_cases,
+    requires=("jit",),
     traced=(0,),
     on_device=True,
+    hints={
+        "jit": (
+            "The statement asks for the sums computed under jax.jit: "
+            "jax.jit(f, out_shardings=NamedSharding(mesh, P()))(x)."
+        ),
+    },
 )
