@@ -294,6 +294,33 @@ def test_a_shard_map_exercise_must_trace_it_does_not_fall_back(grade):
     no_grader_traceback(out)
 
 
+def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
+    """The cases call the function first; a jit traced then is traced again for the
+    program check, so that its vmap is seen."""
+    status, out, _ = grade(
+        "shard_map_vs_vmap",
+        """
+        import jax
+        import jax.numpy as jnp
+        from jax import P
+        from jax.sharding import AxisType
+
+        per_row = jax.jit(jax.vmap(lambda row: row @ row))
+
+
+        def shard_map_vs_vmap(x):
+            k = max(d for d in range(1, 9) if x.shape[0] % d == 0)
+            mesh = jax.make_mesh(
+                (k,), ("b",), axis_types=(AxisType.Auto,), devices=jax.devices()[:k]
+            )
+            split = jax.shard_map(per_row, mesh=mesh, in_specs=P("b"), out_specs=P("b"))
+            return jnp.stack([per_row(x), split(x)])
+        """,
+    )
+    assert status == 0, out
+    assert "  ok      program (uses shard_map, uses vmap)" in out
+
+
 @pytest.mark.parametrize(
     ("exercise", "source"),
     [

@@ -14,6 +14,7 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    Program,
     ShardedWork,
     Split,
     array_problems,
@@ -23,8 +24,9 @@ from snippets.exercises.grading import (
 def shard_map_vs_vmap_cases() -> list[Case]:
     rng = np.random.default_rng(3)
     cases = []
-    # 2 rows is the seed exercise's own example; 17 rows divide over one device only.
-    for rows, cols in [(8, 3), (24, 5), (2, 2), (17, 3)]:
+    # 2 rows is the seed exercise's own example; 17 rows divide over one device only; 6
+    # and 12 rows split over 6 devices, more than the 2 and 4 that they share with 8.
+    for rows, cols in [(8, 3), (24, 5), (2, 2), (17, 3), (6, 4), (12, 3)]:
         x = rng.integers(-4, 5, (rows, cols)).astype(np.float32)
         sums = (x**2).sum(axis=1)
         cases.append(
@@ -44,7 +46,7 @@ def stacked_problems(got, sums: np.ndarray) -> Problems:
             f"wrong shape: expected {expected.shape}, got {np.shape(got)}: stack the two "
             f"results along a new first axis (axis=0), one row per method."
         ]
-    return array_problems(got, expected)
+    return array_problems(got, expected, dtype=np.float32)
 
 
 def devices_for(args) -> tuple[int, str]:
@@ -56,6 +58,31 @@ def devices_for(args) -> tuple[int, str]:
         f"from jax.devices()[:k], with k the largest divisor of B that is at most "
         f"{most}."
     )
+
+
+def vmap_problems(fn, args, program: Program) -> Problems:
+    """The statement's two uses of jax.vmap: once on x, once inside the shard_map body."""
+    axes = {
+        name
+        for step in program.named("shard_map")
+        if step.reaches
+        for name in step.params["mesh"].axis_names
+    }
+    outside = any(not (bound & axes) for bound in program.vmaps)
+    inside = any(bound & axes for bound in program.vmaps)
+    problems = []
+    if not outside:
+        problems.append(
+            "it does not compute the first result with jax.vmap: apply jax.vmap of the "
+            "per-row function to x, outside the shard_map (a sum over axis=1 is not "
+            "the exercise)."
+        )
+    if not inside:
+        problems.append(
+            "its shard_map body does not use jax.vmap: the body gets a block of rows, "
+            "so vmap the same per-row function over it."
+        )
+    return problems
 
 
 EXERCISE = Exercise(
@@ -71,6 +98,8 @@ EXERCISE = Exercise(
     sharded=ShardedWork(
         splits=(Split(argument=0, what="the rows of x", devices=devices_for),),
     ),
+    rules=vmap_problems,
+    rules_words=("uses vmap",),
     hints={"shard_map": "Compute the second result with jax.shard_map."},
     on_error={
         "not evenly divisible": (
