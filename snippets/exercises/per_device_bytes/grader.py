@@ -78,6 +78,11 @@ def bytes_problems(got, expected: int, block: tuple[int, ...]) -> Problems:
             f"wrong number of bytes: expected {expected:,} (a block of shape {block} on "
             f"each device), got {int(got):,}."
         ]
+    if not isinstance(got, int):
+        return [
+            f"it returned a NumPy {type(got).__name__}; return a Python int, as the "
+            "statement asks: int(...) of it."
+        ]
     return []
 
 
