@@ -195,9 +195,23 @@ def sharding_problems(got: Any, mesh: Mesh, spec: jax.P) -> Problems:
         shown = "P(), a whole copy on every device"
     elif isinstance(sharding, NamedSharding):
         shown = str(sharding.spec)
+        if spec_text(sharding, got.ndim) == spec_text(wanted, got.ndim):
+            return [
+                f"wrong mesh: it is laid out as {spec_text(wanted, got.ndim)}, as asked, "
+                f"but on another mesh, {mesh_text(sharding.mesh)}, not the one it was "
+                f"given, {mesh_text(mesh)}. Use the mesh it was given; do not build "
+                "your own."
+            ]
     else:
         shown = f"a {type(sharding).__name__} over {devices} devices"
     return [f"wrong sharding: expected {spec}, got {shown}."]
+
+
+def mesh_text(mesh) -> str:
+    """A mesh's axes and devices: {'data': 2, 'model': 4} of devices [0, 1, ...]."""
+    axes = "{" + ", ".join(f"'{n}': {s}" for n, s in mesh.shape.items()) + "}"
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    return f"{axes} of devices {ids}"
 
 
 def shard_shape_problems(got: jax.Array, block: tuple[int, ...]) -> Problems:
