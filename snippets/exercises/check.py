@@ -6,8 +6,9 @@
 The file is loaded on 8 virtual CPU devices, its function is called on each hidden case, and
 what is wrong is printed in words: a wrong shape or value (the first mismatch), a result laid
 out on the devices other than asked, an operation the exercise requires (such as jax.shard_map)
-missing from the traced program, or one it rules out present. Exit status: 0 when every check
-passes, 1 when one fails, 2 for a usage error (such as an unknown exercise).
+missing from the traced program, or one it rules out present, or a shard_map that does not
+split the work the way the statement says. Exit status: 0 when every check passes, 1 when one
+fails, 2 for a usage error (such as an unknown exercise).
 """
 
 from __future__ import annotations
@@ -166,8 +167,11 @@ def parameter_list(signature: inspect.Signature) -> str:
     return ", ".join(shown)
 
 
-def reader_traceback(err: BaseException, shown: str) -> str:
-    """The traceback lines in the learner's file, then the exception: nothing of ours."""
+def reader_traceback(
+    err: BaseException, shown: str, most: int = MAX_MESSAGE_LINES
+) -> str:
+    """The traceback lines in the learner's file, then the exception (its first `most`
+    lines): nothing of ours."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == shown]
     lines = []
     for frame in frames:
@@ -175,22 +179,15 @@ def reader_traceback(err: BaseException, shown: str) -> str:
         if frame.line:
             lines.append(f"    {frame.line.strip()}")
     message = str(err).strip().splitlines() or [""]
-    if len(message) > MAX_MESSAGE_LINES:
-        message = [*message[:MAX_MESSAGE_LINES], "..."]
+    if len(message) > most:
+        message = [*message[:most], "..."]
     first = f"{type(err).__name__}: {message[0]}".rstrip(": ")
     lines.extend(f"  {line}" for line in [first, *message[1:]])
     return "\n".join(lines)
 
 
 def run_cases(exercise, fn, shown: str) -> int:
-    from snippets.exercises.grading import (
-        called_primitives,
-        host_work_problems,
-        primitive_names,
-        program_problems,
-        sharded_work_problems,
-        traced_program,
-    )
+    from snippets.exercises.grading import host_work_problems
 
     cases = exercise.cases()
     print(
@@ -200,7 +197,7 @@ def run_cases(exercise, fn, shown: str) -> int:
             0,
         )
     )
-    passed, probe = 0, None
+    passed, probe, also = 0, None, []
     for number, case in enumerate(cases, 1):
         try:
             args = case.args()
@@ -212,37 +209,32 @@ def run_cases(exercise, fn, shown: str) -> int:
         problems = call_problems(exercise, fn, case, args, shown)
         report(f"case {number} of {len(cases)} ({case.about})", problems)
         passed += not problems
-        if probe is None and case.raises is None:
-            probe = case
+        if case.raises is None:
+            if probe is None:
+                probe = (number, case)
+            elif not problems:
+                also.append((number, case))  # its program is read too
         if problems and number < len(cases):
             rest = len(cases) - number
             print(f"  ...     {rest} more case(s) not run: fix this one first.")
             break
 
     program_ok = True
-    if exercise.on_device and probe is not None:
-        problems = host_work_problems(fn, probe.args(), exercise.traced)
+    read = bool(exercise.requires or exercise.forbids or exercise.must_trace)
+    if exercise.on_device and probe is not None and not read:
+        problems = host_work_problems(fn, probe[1].args(), exercise.traced)
         report("program (runs on the devices)", problems)
         program_ok = not problems
-    if (exercise.requires or exercise.forbids) and probe is not None:
-        jaxpr = None
-        try:
-            jaxpr = traced_program(fn, probe.args(), exercise.traced)
-            names = primitive_names(jaxpr)
-        except Exception:
-            # Not traceable as a whole (it may read .sharding off a result, which
-            # works eagerly): record the operations of an ordinary call instead.
-            try:
-                names = called_primitives(fn, probe.args())
-            except (Exception, SystemExit):
-                names = None
-        if names is not None:  # else it raised, and the cases above say so
-            problems = program_problems(exercise, names)
-            if not problems and jaxpr is not None and "shard_map" in exercise.requires:
-                problems = sharded_work_problems(jaxpr)
-            wanted = ", ".join(f"uses {op}" for op in exercise.requires)
+    if read and probe is not None:
+        problems = program_problems_of(exercise, fn, [probe, *also], shown)
+        if problems is not None:  # else it raised, and the cases above say so
+            wanted = [f"uses {op}" for op in exercise.requires]
+            if exercise.on_device and not exercise.must_trace:
+                wanted.insert(0, "runs on the devices")
+            wanted += exercise.rules_words
             avoided = ", ".join(f"no {op}" for op in exercise.forbids)
-            report(f"program ({'; '.join(filter(None, [wanted, avoided]))})", problems)
+            title = "; ".join(filter(None, [", ".join(wanted), avoided]))
+            report(f"program ({title})", problems)
             program_ok = program_ok and not problems
 
     print()
@@ -261,6 +253,66 @@ def run_cases(exercise, fn, shown: str) -> int:
         )
     print(wrap(f"NOT YET: {summary}. Fix {exercise.name} and run the check again.", 0))
     return 1
+
+
+def program_problems_of(exercise, fn, cases: list, shown: str) -> list[str] | None:
+    """What is wrong with the traced program of each case in turn (the first case's, then
+    those of the cases that passed), or None when there is nothing to say.
+
+    An exercise about an operation reads the program of the first case only; one whose
+    work must be done by a shard_map, or with rules of its own, reads every one: how many
+    devices split the work can depend on the case.
+    """
+    import jax
+
+    from snippets.exercises.grading import (
+        HOST_WORK,
+        called_primitives,
+        program_problems,
+        sharded_work_problems,
+        trace,
+        untraceable_problem,
+    )
+
+    for index, (number, case) in enumerate(cases):
+        if index and not exercise.must_trace:
+            break
+        args = case.args()
+        try:
+            program = trace(fn, args, exercise.traced)
+        except Exception as err:
+            if isinstance(err, jax.errors.TracerArrayConversionError) and (
+                exercise.on_device and not exercise.must_trace
+            ):
+                return [HOST_WORK]
+            # Not traceable as a whole. If a plain call fails too, the cases say so.
+            try:
+                names = called_primitives(fn, case.args())
+            except (Exception, SystemExit):
+                return None
+            if exercise.must_trace:
+                where = reader_traceback(err, shown, most=1)
+                return [
+                    in_case(index, number, case)
+                    + untraceable_problem(err, where, exercise)
+                ]
+            # It may need a concrete array (its .addressable_shards, say), which a
+            # plain call has: the operations that call binds are what it uses.
+            return program_problems(exercise, names)
+        names = {step.name for step in program.steps}
+        problems = program_problems(exercise, names) if index == 0 else []
+        if not problems and exercise.sharded is not None:
+            problems = sharded_work_problems(program, exercise.sharded, args)
+        if not problems and exercise.rules is not None:
+            problems = exercise.rules(fn, args, program)
+        if problems:
+            return [in_case(index, number, case) + p for p in problems]
+    return []
+
+
+def in_case(index: int, number: int, case) -> str:
+    """Where a program problem was found, unless in the first case read."""
+    return f"in case {number} ({case.about}), " if index else ""
 
 
 def call_problems(exercise, fn, case, args: tuple, shown: str) -> list[str]:

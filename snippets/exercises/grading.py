@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,42 @@ class Exercise:
     hints: dict[str, str] = field(default_factory=dict)  # operation -> what to do
     # Words of an exception's message -> what the learner probably has to change.
     on_error: dict[str, str] = field(default_factory=dict)
+    # How a shard_map must do the work (which input it splits, over which devices), for an
+    # exercise that requires one. The function must then trace: no fallback to a plain run.
+    sharded: ShardedWork | None = None
+    # More rules of the statement, checked on the traced program of every case that passed:
+    # (function, the case's arguments, its Program) -> problems; and how the report line
+    # names them.
+    rules: Callable[[Callable, tuple, Program], Problems] | None = None
+    rules_words: tuple[str, ...] = ()
+
+    @property
+    def must_trace(self) -> bool:
+        """Its program check needs the traced program: a plain run cannot show it."""
+        return self.sharded is not None or self.rules is not None
+
+
+@dataclass(frozen=True)
+class Split:
+    """What a shard_map must split: dimension `dim` of argument `argument`."""
+
+    argument: int  # the argument's position in the function's parameters
+    what: str  # in the learner's words: "the rows of x"
+    dim: int = 0
+    axis: str | None = None  # the mesh axis the statement names; None: any
+    # The case's arguments -> (how many devices the statement asks for, why); None: any.
+    devices: Callable[[tuple], tuple[int, str]] | None = None
+
+
+@dataclass(frozen=True)
+class ShardedWork:
+    """What the statement says a shard_map does: its splits, its out_specs, its result."""
+
+    splits: tuple[Split, ...]
+    out_specs: jax.P | None = None  # the out_specs the statement gives; None: any
+    # The function returns what the shard_map returns, only moved, reshaped or stacked:
+    # no work of the exercise's is done after it.
+    returned: bool = True
 
 
 # The operations a program check can ask for: how a learner writes each one, and the
@@ -62,6 +99,7 @@ OPERATIONS = {
     "psum_scatter": ("jax.lax.psum_scatter", {"reduce_scatter", "psum_scatter"}),
     "pmax": ("jax.lax.pmax", {"pmax"}),
     "pmin": ("jax.lax.pmin", {"pmin"}),
+    "jit": ("jax.jit", {"jit", "pjit"}),
 }
 
 
@@ -96,8 +134,10 @@ def array_problems(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     exact: bool = False,
+    dtype: Any = None,
 ) -> Problems:
-    """Shape and values of `got` against `expected`, with the first mismatch."""
+    """Shape, dtype (when given) and values of `got` against `expected`, with the first
+    mismatch."""
     if got is None:
         return ["it returned None: did you forget the `return`?"]
     try:
@@ -109,6 +149,12 @@ def array_problems(
     expected = np.asarray(expected)
     if values.shape != expected.shape:
         return [f"wrong shape: expected {expected.shape}, got {values.shape}."]
+    if dtype is not None and values.dtype != np.dtype(dtype):
+        return [
+            f"wrong dtype: expected {np.dtype(dtype)}, got {values.dtype}. Keep the "
+            f"{np.dtype(dtype)} of the input: do not cast it, or the result, to another "
+            "type."
+        ]
     if exact:
         wrong = values != expected
     else:
@@ -149,9 +195,23 @@ def sharding_problems(got: Any, mesh: Mesh, spec: jax.P) -> Problems:
         shown = "P(), a whole copy on every device"
     elif isinstance(sharding, NamedSharding):
         shown = str(sharding.spec)
+        if spec_text(sharding, got.ndim) == spec_text(wanted, got.ndim):
+            return [
+                f"wrong mesh: it is laid out as {spec_text(wanted, got.ndim)}, as asked, "
+                f"but on another mesh, {mesh_text(sharding.mesh)}, not the one it was "
+                f"given, {mesh_text(mesh)}. Use the mesh it was given; do not build "
+                "your own."
+            ]
     else:
         shown = f"a {type(sharding).__name__} over {devices} devices"
     return [f"wrong sharding: expected {spec}, got {shown}."]
+
+
+def mesh_text(mesh) -> str:
+    """A mesh's axes and devices: {'data': 2, 'model': 4} of devices [0, 1, ...]."""
+    axes = "{" + ", ".join(f"'{n}': {s}" for n, s in mesh.shape.items()) + "}"
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    return f"{axes} of devices {ids}"
 
 
 def shard_shape_problems(got: jax.Array, block: tuple[int, ...]) -> Problems:
@@ -177,20 +237,55 @@ def _subjaxprs(value: Any) -> Iterable:
             yield from _subjaxprs(item)
 
 
-def primitive_names(jaxpr) -> set[str]:
-    """Every primitive in a jaxpr, including those of nested jaxprs (jit, shard_map, ...)."""
-    names: set[str] = set()
-    pending = [jaxpr]
-    while pending:
-        current = pending.pop()
-        for eqn in current.eqns:
-            names.add(eqn.primitive.name)
-            for param in eqn.params.values():
-                pending.extend(_subjaxprs(param))
-    return names
+@contextmanager
+def _tracing(vmaps: list[frozenset] | None = None):
+    """While the grader traces: what a correct answer may ask of a concrete array works on
+    a traced one too, and every jax.vmap is recorded (in `vmaps`) with the named axes bound
+    around it.
+
+    A traced array has no `.sharding` and no `.block_until_ready()`, which a concrete one
+    has, and a correct answer may use: the sharding of a result, to place another array
+    beside it; a wait before timing. Inside the trace the sharding is the one its type
+    carries, `jax.typeof(x).sharding`, and the wait does nothing. A vmap leaves nothing in
+    a jaxpr but batched operations, so the grader notes when JAX starts one: the named axes
+    bound then are a shard_map's mesh axes inside its body, none outside. These patch
+    internals of JAX, only for the duration of the trace.
+    """
+    from jax._src import core
+    from jax._src.interpreters import batching
+
+    given = {
+        "sharding": property(lambda self: jax.typeof(self).sharding),
+        "block_until_ready": lambda self: self,
+    }
+    before = {name: core.Tracer.__dict__.get(name) for name in given}  # None: none
+    start = batching.BatchTrace.__init__
+
+    def recording_start(self, *args, **kwargs):
+        if vmaps is not None:
+            vmaps.append(frozenset(core.get_axis_env().axis_sizes))
+        start(self, *args, **kwargs)
+
+    for name, value in given.items():
+        setattr(core.Tracer, name, value)
+    batching.BatchTrace.__init__ = recording_start
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                delattr(core.Tracer, name)
+            else:
+                setattr(core.Tracer, name, value)
+        batching.BatchTrace.__init__ = start
 
 
-def traced_program(fn: Callable, args: tuple, traced: tuple[int, ...]):
+def traced_program(
+    fn: Callable,
+    args: tuple,
+    traced: tuple[int, ...],
+    vmaps: list[frozenset] | None = None,
+):
     """The jaxpr of fn(*args), the arguments at positions `traced` abstract arrays."""
 
     def with_arrays(*arrays):
@@ -199,42 +294,156 @@ def traced_program(fn: Callable, args: tuple, traced: tuple[int, ...]):
             full[position] = array
         return fn(*full)
 
-    return jax.make_jaxpr(with_arrays)(*(args[i] for i in traced)).jaxpr
+    with _tracing(vmaps):
+        return jax.make_jaxpr(with_arrays)(*(args[i] for i in traced)).jaxpr
 
 
-def _splits(eqn) -> bool:
-    """A shard_map that gives devices different blocks: an in_specs entry names an axis."""
-    return any(
-        entry is not None
-        for spec in eqn.params.get("in_specs", ())
-        for entry in (spec or ())
-    )
+@dataclass(frozen=True)
+class Step:
+    """One operation of a traced program, and where its data come from and go."""
+
+    name: str  # the primitive: "shard_map", "dynamic_slice", ...
+    params: dict
+    operands: tuple[frozenset[int], ...]  # per operand: the arguments it is made from
+    shapes: tuple[tuple[int, ...], ...]  # the operands' shapes
+    out_shapes: tuple[tuple[int, ...], ...]
+    reaches: bool  # what it computes reaches the function's result
+    returned: bool  # the result is its output, only moved, reshaped or stacked
 
 
-def shard_map_flow(jaxpr) -> tuple[bool, bool]:
-    """(a shard_map splits an input, and what it computes reaches the result).
+@dataclass(frozen=True)
+class Program:
+    """A function's traced program, as the checks read it."""
 
-    A value depends on a splitting shard_map if that shard_map made it, or it was made from
-    such a value; a call (jit, another shard_map) whose own result depends on one counts as
-    one. A shard_map whose result is thrown away, or that hands every device the whole
-    input, does not show that the work was sharded.
+    steps: list[Step]  # every operation, those of nested programs (jit, shard_map) too
+    # For every jax.vmap traced: the named axes bound around it, a shard_map's inside its
+    # body, none outside.
+    vmaps: list[frozenset]
+
+    def named(self, *names: str) -> list[Step]:
+        return [step for step in self.steps if step.name in names]
+
+
+def trace(fn: Callable, args: tuple, traced: tuple[int, ...]) -> Program:
+    """fn(*args) traced, its arrays abstract, and read step by step.
+
+    Caches are cleared first: a jit the function calls may have been traced by an earlier
+    call with the same shapes, and a vmap inside it would then not be traced again.
     """
-    tainted: set = set()
-    splits = False
-    for eqn in jaxpr.eqns:
-        source = False
-        if eqn.primitive.name == "shard_map" and _splits(eqn):
-            source = splits = True
-        for value in eqn.params.values():
-            for sub in _subjaxprs(value):
-                inner_splits, inner_reaches = shard_map_flow(sub)
-                splits |= inner_splits
-                source |= inner_reaches
-        fed = any(v in tainted for v in eqn.invars if not isinstance(v, Literal))
-        if source or fed:
-            tainted.update(eqn.outvars)
-    reaches = any(v in tainted for v in jaxpr.outvars if not isinstance(v, Literal))
-    return splits, reaches
+    jax.clear_caches()
+    vmaps: list[frozenset] = []
+    jaxpr = traced_program(fn, args, traced, vmaps)
+    return Program(program_steps(jaxpr, traced), vmaps)
+
+
+# Operations that move, reshape or stack a value without computing anything new from it.
+MOVES = {
+    "device_put",
+    "reshard",
+    "sharding_constraint",
+    "mesh_cast",
+    "copy",
+    "copy_p",
+    "reshape",
+    "broadcast_in_dim",
+    "squeeze",
+    "expand_dims",
+    "concatenate",
+    "stack",
+    "convert_element_type",
+    "pvary",
+}
+# Operations that call a program of their own, with one operand per input of it and one
+# result per output: what goes in and out of it maps one to one.
+CALLS = {
+    "jit",
+    "pjit",
+    "closed_call",
+    "core_call",
+    "remat",
+    "checkpoint",
+    "custom_jvp_call",
+    "custom_vjp_call",
+}
+
+_State = tuple[
+    frozenset, frozenset, frozenset
+]  # (arguments, steps it comes from, returned)
+_NOTHING: _State = (frozenset(), frozenset(), frozenset())
+
+
+def program_steps(jaxpr, positions: tuple[int, ...]) -> list[Step]:
+    """Every operation of `jaxpr`, whose inputs are the arguments at `positions`.
+
+    A value is made from an argument if it is the argument or was computed from a value
+    made from it; a step reaches the result if the result was computed from its output.
+    Inside a call (jit, shard_map), values map one to one to the call's operands and
+    results; inside anything else (a loop, a cond), every value of the call counts for all.
+    """
+    found: list[tuple] = []
+
+    def union(sets) -> frozenset:
+        return frozenset().union(*sets)
+
+    def walk(program, inputs: list[_State]) -> list[_State]:
+        env: dict = dict(zip(program.invars, inputs, strict=True))
+
+        def read(var) -> _State:
+            return _NOTHING if isinstance(var, Literal) else env.get(var, _NOTHING)
+
+        for eqn in program.eqns:
+            ins = [read(v) for v in eqn.invars]
+            number = len(found)
+            found.append(None)  # its place, filled once its inner steps are in
+            args = union(s[0] for s in ins)
+            came = union(s[1] for s in ins) | {number}
+            name = eqn.primitive.name
+            subs = [sub for value in eqn.params.values() for sub in _subjaxprs(value)]
+            inner = []
+            for sub in subs:
+                if len(sub.invars) == len(ins):
+                    into = ins
+                else:
+                    into = [(args, came, frozenset())] * len(sub.invars)
+                inner.append(walk(sub, into))
+            n = len(eqn.outvars)
+            if name == "shard_map" and inner and len(inner[0]) == n:
+                outs = [(a, c | came, frozenset({number})) for a, c, _ in inner[0]]
+            elif name in CALLS and len(inner) == 1 and len(inner[0]) == n:
+                outs = [(a, c | {number}, r) for a, c, r in inner[0]]
+            elif inner:  # control flow: every output may come from anything inside
+                every = [s for states in inner for s in states]
+                outs = [
+                    (
+                        args | union(s[0] for s in every),
+                        came | union(s[1] for s in every),
+                        frozenset(),
+                    )
+                ] * n
+            else:
+                returned = union(s[2] for s in ins) if name in MOVES else frozenset()
+                outs = [(args, came, returned)] * n
+            env.update(zip(eqn.outvars, outs, strict=True))
+            found[number] = (
+                name,
+                dict(eqn.params),
+                tuple(s[0] for s in ins),
+                tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.invars),
+                tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.outvars),
+            )
+        return [read(v) for v in program.outvars]
+
+    results = walk(
+        jaxpr, [(frozenset({p}), frozenset(), frozenset()) for p in positions]
+    )
+    reached = union(s[1] for s in results)
+    returned = union(s[2] for s in results)
+    return [
+        Step(
+            name, params, operands, shapes, outs, number in reached, number in returned
+        )
+        for number, (name, params, operands, shapes, outs) in enumerate(found)
+    ]
 
 
 def host_work_problems(fn: Callable, args: tuple, traced: tuple[int, ...]) -> Problems:
@@ -242,32 +451,159 @@ def host_work_problems(fn: Callable, args: tuple, traced: tuple[int, ...]) -> Pr
     try:
         traced_program(fn, args, traced)
     except jax.errors.TracerArrayConversionError:
-        return [
-            "it computes the result with NumPy on the host and then places it: the "
-            "grader traced it (jax.make_jaxpr) and it needed the values on the host. "
-            "Compute with jax.numpy on the placed arrays, so the devices do the work."
-        ]
+        return [HOST_WORK]
     except Exception:  # anything else is the cases' business, and they report it
         return []
     return []
 
 
-def sharded_work_problems(jaxpr) -> Problems:
-    """For an exercise whose work must run in a shard_map: is it split, and is it used?"""
-    splits, reaches = shard_map_flow(jaxpr)
-    if not splits:
+HOST_WORK = (
+    "it computes the result with NumPy on the host and then places it: the grader "
+    "traced it (jax.make_jaxpr) and it needed the values on the host. Compute with "
+    "jax.numpy on the placed arrays, so the devices do the work."
+)
+
+
+def untraceable_problem(err: Exception, where: str, exercise: Exercise) -> str:
+    """Why a function whose program must be read could not be traced, and what to change.
+
+    `where` is the learner's traceback lines, to show under the sentence.
+    """
+    if isinstance(err, jax.errors.TracerArrayConversionError):
+        cause = (
+            "it turns a traced array into a NumPy array (np.asarray or np.array on an "
+            "input, or on something computed from one), so that part of the work runs "
+            "on the host."
+        )
+    elif isinstance(
+        err,
+        jax.errors.ConcretizationTypeError | jax.errors.TracerIntegerConversionError,
+    ):
+        cause = (
+            "it needs the value of a traced array on the host (float(), int(), bool(), "
+            ".item() or an `if` on an array's value)."
+        )
+    else:
+        cause = f"it raised {type(err).__name__} while being traced."
+    if exercise.sharded is not None:
+        checked, tools = "that a shard_map does the work", "jax.numpy and jax.shard_map"
+    else:
+        checked = "its program (" + ", ".join(exercise.rules_words) + ")"
+        tools = "jax.numpy and jax.lax"
+    return (
+        f"the grader could not trace it with jax.make_jaxpr, so it cannot check "
+        f"{checked}: {cause} Keep the work in JAX: {tools} on the arrays it is given, "
+        "so that the whole function can be traced.\n" + where
+    )
+
+
+def _names(entry) -> tuple[str, ...]:
+    """The mesh axes a spec entry names: None, 'x' or ('x', 'y')."""
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _spec_entries(spec, ndim: int | None = None) -> tuple[tuple[str, ...], ...]:
+    entries = [_names(e) for e in (spec or ())]
+    if ndim is not None:
+        entries += [()] * (ndim - len(entries))
+    while entries and not entries[-1]:
+        entries.pop()
+    return tuple(entries)
+
+
+def _shown(spec) -> str:
+    entries = [
+        None if not e else e[0] if len(e) == 1 else e for e in _spec_entries(spec)
+    ]
+    return str(jax.P(*entries))
+
+
+def split_problems(step: Step, split: Split, args: tuple) -> Problems:
+    """Does this shard_map split `split.what` as the statement says?"""
+    given = [j for j, made in enumerate(step.operands) if split.argument in made]
+    if not given:
         return [
-            "its shard_map gives every device the whole input: every in_specs entry is "
-            "P() (or None), so nothing is split. Name the mesh axis the rows go over, "
-            "e.g. in_specs=P('x')."
+            f"its shard_map is not given {split.what}: pass them to it (placed or "
+            "resharded if need be), so that each device works on its block."
         ]
-    if not reaches:
+    mesh = step.params["mesh"]
+    specs = step.params["in_specs"]
+    problems: Problems = []
+    for j in given:
+        entries = _spec_entries(specs[j], len(step.shapes[j]))
+        names = entries[split.dim] if split.dim < len(entries) else ()
+        ways = math.prod(mesh.shape[n] for n in names)
+        others = [d for d, e in enumerate(entries) if e and d != split.dim]
+        axis = split.axis or (entries[others[0]][0] if others else mesh.axis_names[0])
+        spec = f"P({', '.join(['None'] * split.dim + [repr(axis)])})"
+        if not names and others:
+            problem = (
+                f"its shard_map splits dimension {others[0]} (in_specs "
+                f"{_shown(specs[j])}), not {split.what}, dimension {split.dim}: the "
+                f"exercise splits those, e.g. in_specs={spec}."
+            )
+        elif not names:
+            problem = (
+                f"its shard_map gives every device the whole input: its in_specs "
+                f"{_shown(specs[j])} does not split {split.what} (dimension "
+                f"{split.dim}), so nothing is split. Name the mesh axis they go over, "
+                f"e.g. in_specs={spec}."
+            )
+        elif split.axis is not None and names != (split.axis,):
+            problem = (
+                f"its shard_map splits {split.what} over {list(names)}; the exercise "
+                f"splits them over mesh axis '{split.axis}' alone: in_specs={spec}."
+            )
+        elif split.devices is not None and ways != split.devices(args)[0]:
+            wanted, why = split.devices(args)
+            problem = (
+                f"its shard_map splits {split.what} over {ways} "
+                f"device{'s' if ways != 1 else ''}; this case needs {wanted}: {why}"
+            )
+        else:
+            return []
+        problems.append(problem)
+    return problems[:1]
+
+
+def sharded_work_problems(program: Program, work: ShardedWork, args: tuple) -> Problems:
+    """For an exercise whose work must run in a shard_map: is it split as the statement
+    says, over the devices it says, and is what it computes what the function returns?"""
+    maps = program.named("shard_map")
+    if not maps:
+        return []  # the operation check says that there is none
+    live = [step for step in maps if step.reaches]
+    if not live:
         return [
             "what its shard_map computes never reaches the result: the function returns "
             "something computed another way. Return (or build the result from) the "
             "shard_map's output."
         ]
-    return []
+    first: Problems = []
+    for step in live:
+        problems: Problems = []
+        for split in work.splits:
+            problems += split_problems(step, split, args)
+        if not problems and work.out_specs is not None:
+            got = step.params["out_specs"][0]
+            if _spec_entries(got) != _spec_entries(work.out_specs):
+                problems.append(
+                    f"its shard_map has out_specs={_shown(got)}; the task asks for "
+                    f"out_specs={_shown(work.out_specs)}."
+                )
+        if not problems and work.returned and not step.returned:
+            problems.append(
+                "the function does not return what its shard_map computes: it computes "
+                "more from the shard_map's output, outside the shard_map. Do that work "
+                "in the body, and return the shard_map's output (moving it, reshaping "
+                "or stacking it is fine)."
+            )
+        if not problems:
+            return []
+        first = first or problems
+    return first
 
 
 def called_primitives(fn: Callable, args: tuple) -> set[str]:

@@ -218,7 +218,8 @@ def test_list_and_help(capsys):
 
 
 def test_a_function_that_cannot_be_traced_is_checked_by_running_it(grade):
-    """The program check falls back to recording the operations of a plain call."""
+    """It reads `.sharding` off its input, which a traced array lacks: inside the grader's
+    trace it is the sharding of the array's type, so its program is still read whole."""
     status, out, _ = grade(
         "shard_map_double",
         DOUBLE.replace(
@@ -270,3 +271,151 @@ def test_asking_for_another_device_count_gets_a_hint(grade):
         "file cannot ask for another number: remove its jax.config.update lines (or "
         "ask for 8)."
     )
+
+
+def test_a_shard_map_exercise_must_trace_it_does_not_fall_back(grade):
+    """What cannot be traced cannot show its shard_map: the check says so, and what to do."""
+    status, out, path = grade(
+        "shard_map_double",
+        DOUBLE.replace(
+            "        return jax.shard_map(",
+            "        assert len(x.addressable_shards) >= 1  # a concrete array's only\n"
+            "        return jax.shard_map(",
+        ),
+    )
+    assert status == 1
+    flat = " ".join(out.split())
+    assert (
+        "FAILED program (uses shard_map) - the grader could not trace it with "
+        "jax.make_jaxpr, so it cannot check that a shard_map does the work: it needs "
+        "the value of a traced array on the host"
+    ) in flat
+    assert "Keep the work in JAX: jax.numpy and jax.shard_map" in flat
+    assert f'File "{path}", line 9, in shard_map_double' in out
+    no_grader_traceback(out)
+
+
+def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
+    """The cases call the function first; a jit traced then is traced again for the
+    program check, so that its vmap is seen."""
+    status, out, _ = grade(
+        "shard_map_vs_vmap",
+        """
+        import jax
+        import jax.numpy as jnp
+        from jax import P
+        from jax.sharding import AxisType
+
+        per_row = jax.jit(jax.vmap(lambda row: row @ row))
+
+
+        def shard_map_vs_vmap(x):
+            k = max(d for d in range(1, 9) if x.shape[0] % d == 0)
+            mesh = jax.make_mesh(
+                (k,), ("b",), axis_types=(AxisType.Auto,), devices=jax.devices()[:k]
+            )
+            split = jax.shard_map(per_row, mesh=mesh, in_specs=P("b"), out_specs=P("b"))
+            return jnp.stack([per_row(x), split(x)])
+        """,
+    )
+    assert status == 0, out
+    assert "  ok      program (uses shard_map, uses vmap)" in out
+
+
+@pytest.mark.parametrize(
+    ("exercise", "source"),
+    [
+        pytest.param(
+            "shard_map_double",
+            """
+            import jax
+            import numpy as np
+            from jax import P
+            from jax.sharding import AxisType, Mesh, NamedSharding
+
+
+            def shard_map_double(x):
+                mesh = Mesh(np.array(jax.devices()[:2]), ("data",),
+                            axis_types=(AxisType.Explicit,))
+                placed = jax.device_put(x, NamedSharding(mesh, P("data")))
+                double = jax.jit(jax.shard_map(
+                    lambda y: y * 2.0, mesh=mesh, in_specs=P("data"), out_specs=P("data")
+                ))
+                return double(placed)
+            """,
+            id="shard_map_double: two devices, jitted",
+        ),
+        pytest.param(
+            "manual_dense",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+
+
+            def manual_dense(x, W, b, mesh):
+                def body(xs, Ws, b):
+                    z = jax.lax.psum(jnp.einsum("i,io->o", xs, Ws), "x") + b
+                    return 1 / (1 + jnp.exp(-z))
+
+                layer = jax.shard_map(
+                    body, mesh=mesh, in_specs=(P("x"), P("x", None), P(None)),
+                    out_specs=P(None),
+                )
+                return jax.jit(layer)(x, W, b)
+            """,
+            id="manual_dense: einsum, sigmoid by hand, P(None) specs",
+        ),
+        pytest.param(
+            "ring_all_gather",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+
+
+            def ring_all_gather(x, mesh):
+                n = mesh.shape["x"]
+
+                def body(block):
+                    me = jax.lax.axis_index("x")
+                    copy = jnp.zeros((n, block.size), block.dtype).at[me].set(block)
+
+                    def hop(k, state):
+                        held, copy = state
+                        held = jax.lax.ppermute(
+                            held, "x", [(i, (i + 1) % n) for i in range(n)]
+                        )
+                        return held, copy.at[(me - k) % n].set(held)
+
+                    _, copy = jax.lax.fori_loop(1, n, hop, (block, copy))
+                    return copy.reshape(1, -1)
+
+                return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+            """,
+            id="ring_all_gather: the hops in a fori_loop",
+        ),
+        pytest.param(
+            "column_sums",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def column_sums(x, mesh):
+                @jax.jit
+                def sums(a):
+                    return jax.lax.with_sharding_constraint(
+                        a.sum(axis=0), NamedSharding(mesh, P())
+                    )
+
+                return sums(x)
+            """,
+            id="column_sums: with_sharding_constraint inside the jit",
+        ),
+    ],
+)
+def test_right_answers_written_another_way_pass(grade, exercise, source):
+    status, out, _ = grade(exercise, source)
+    assert status == 0, out

@@ -24,12 +24,15 @@ from snippets.exercises.grading import (
 
 
 def column_sums_cases() -> list[Case]:
+    rng = np.random.default_rng(11)
     cases = []
     for shape, names, (rows, cols) in [
         ((2, 4), ("x", "y"), (8, 4)),
         ((4, 2), ("a", "b"), (8, 6)),
     ]:
-        x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 10
+        # Sixteenths, up to 62: float32 sums them exactly in any order, while bfloat16
+        # (8 significant bits) rounds them and integers drop their fractions.
+        x = (rng.integers(-999, 1000, (rows, cols)) / 16).astype(np.float32)
         spec = P(*names)
 
         def args(x=x, shape=shape, names=names, spec=spec):
@@ -42,7 +45,9 @@ def column_sums_cases() -> list[Case]:
                 + mesh_words(make_mesh(shape, names, auto=True)),
                 args=args,
                 check=checks(
-                    lambda got, a, x=x: array_problems(got, x.sum(axis=0)),
+                    lambda got, a, x=x: array_problems(
+                        got, x.sum(axis=0), dtype=np.float32
+                    ),
                     lambda got, a: sharding_problems(got, a[1], P()),
                 ),
             )
@@ -57,6 +62,13 @@ EXERCISE = Exercise(
     practises="concepts/automatic-sharding.md",
     solution="snippets/exercises/column_sums/solution.py:solution",
     cases=column_sums_cases,
+    requires=("jit",),
     traced=(0,),
     on_device=True,
+    hints={
+        "jit": (
+            "The statement asks for the sums computed under jax.jit: "
+            "jax.jit(f, out_shardings=NamedSharding(mesh, P()))(x)."
+        ),
+    },
 )

@@ -33,7 +33,9 @@ def fsdp_shard_cases() -> list[Case]:
     specs = [
         ("MLP", (D_IN, D_HIDDEN, D_OUT), 0, (8,), ("data",)),
         ("Block", (32, 4, 64), 1, (8,), ("data",)),
-        ("MLP", (D_IN, D_HIDDEN, D_OUT), 2, (2, 4), ("data", "model")),
+        # 'data' of 4: up.kernel (30, 20) is split along 20, a multiple of 4 but not of 8,
+        # although 30 is larger; down.kernel (20, 8) along 20, not 8.
+        ("MLP", (30, 20, 8), 2, (4, 2), ("data", "model")),
     ]
     cases = []
     for model_name, sizes, seed, shape, names in specs:

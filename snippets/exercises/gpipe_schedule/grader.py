@@ -13,12 +13,14 @@ from snippets.exercises.grading import (
     Exercise,
     Problems,
     array_problems,
+    kind,
 )
 
 
 def gpipe_schedule_cases() -> list[Case]:
     cases = []
-    for stages, micro in [(4, 4), (2, 6), (8, 1), (3, 5)]:
+    # 40,000 microbatches: more than a narrow integer type (int8, int16) can number.
+    for stages, micro in [(4, 4), (2, 40_000), (8, 1), (3, 5)]:
         step = np.arange(micro + stages - 1)[None, :] - np.arange(stages)[:, None]
         expected = np.where((step >= 0) & (step < micro), step, -1)
         cases.append(
@@ -42,6 +44,18 @@ def gpipe_schedule_cases() -> list[Case]:
 
 
 def schedule_problems(got, expected: np.ndarray) -> Problems:
+    if got is not None and not isinstance(got, np.ndarray):
+        return [
+            f"it returned {kind(got)}; the statement asks for a NumPy array: "
+            "np.array(...) of it, with an integer dtype."
+        ]
+    dtype = np.asarray(got).dtype
+    if np.issubdtype(dtype, np.integer) and np.iinfo(dtype).max < expected.max():
+        return [
+            f"the entries are {dtype}, which holds numbers up to {np.iinfo(dtype).max} "
+            f"only, and this schedule numbers microbatches up to {expected.max()}: use "
+            "an integer type wide enough for any count, such as int (int64)."
+        ]
     problems = array_problems(got, expected, exact=True)
     if not problems and not np.issubdtype(np.asarray(got).dtype, np.integer):
         return [

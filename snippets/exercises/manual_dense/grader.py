@@ -18,6 +18,8 @@ from snippets.exercises.common import (
 from snippets.exercises.grading import (
     Case,
     Exercise,
+    ShardedWork,
+    Split,
     array_problems,
     sharding_problems,
 )
@@ -49,12 +51,19 @@ def manual_dense_cases() -> list[Case]:
                 ),
                 args=args,
                 check=checks(
-                    lambda got, a, e=expected: array_problems(got, e, rtol=1e-5),
+                    lambda got, a, e=expected: array_problems(
+                        got, e, rtol=1e-5, dtype=np.float32
+                    ),
                     lambda got, a: sharding_problems(got, a[3], P()),
                 ),
             )
         )
     return cases
+
+
+def all_of_x(args) -> tuple[int, str]:
+    n = args[3].shape["x"]
+    return n, f"the contracting dimension is split over all {n} devices of 'x'."
 
 
 EXERCISE = Exercise(
@@ -66,6 +75,14 @@ EXERCISE = Exercise(
     cases=manual_dense_cases,
     requires=("shard_map", "psum"),
     traced=(0, 1, 2),
+    on_device=True,
+    sharded=ShardedWork(
+        splits=(
+            Split(argument=0, what="x", axis="x", devices=all_of_x),
+            Split(argument=1, what="the rows of W", axis="x", devices=all_of_x),
+        ),
+        out_specs=P(),
+    ),
     hints={
         "shard_map": SHARD_MAP_HINT,
         "psum": "Add the devices' partial products with jax.lax.psum(..., 'x').",

@@ -57,6 +57,16 @@ def shape_problems(got, expected: tuple[int, int]) -> Problems:
         return [f"it returned {kind(got)}; return a tuple (data, model)."]
     if shape != expected:
         return [f"wrong mesh shape: expected {expected}, got {shape}."]
+    if not isinstance(got, tuple):
+        return [
+            f"it returned {kind(got)} {list(shape)}; the statement asks for the tuple "
+            f"(data, model): return {shape}."
+        ]
+    if others := sorted({type(v).__name__ for v in got if type(v) is not int}):
+        return [
+            f"the sizes are right, but they are {', '.join(others)}, not ints: return "
+            "whole numbers, (data, model) as Python ints."
+        ]
     return []
 
 

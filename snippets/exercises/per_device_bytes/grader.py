@@ -25,22 +25,25 @@ from snippets.exercises.grading import (
 
 
 def per_device_bytes_cases() -> list[Case]:
-    mesh_args = ((2, 4), ("data", "model"))
+    two_by_four = ((2, 4), ("data", "model"))
+    # Other meshes too: the sizes of the axes must be read from the mesh, not assumed.
+    four_by_two = ((4, 2), ("data", "model"))
+    line = ((8,), ("data",))
     cases = []
-    for shape, dtype, spec in [
-        ((64, 32), jnp.float32, P("data", None)),
-        ((32, 128), jnp.bfloat16, P(None, "model")),
-        ((16, 8, 4), jnp.float32, P("data", "model")),
-        ((8, 16), jnp.int8, P(("data", "model"))),
-        ((10, 6), jnp.float32, P()),
+    for shape, dtype, spec, mesh_args in [
+        ((64, 32), jnp.float32, P("data", None), two_by_four),
+        ((32, 128), jnp.bfloat16, P(None, "model"), two_by_four),
+        ((16, 8, 4), jnp.float32, P(None, "model"), four_by_two),
+        ((8, 16), jnp.int8, P(("data", "model")), two_by_four),
+        ((10, 6), jnp.float32, P(), line),
     ]:
         block = NamedSharding(make_mesh(*mesh_args), spec).shard_shape(shape)
         expected = math.prod(block) * np.dtype(dtype).itemsize
         cases.append(
             Case(
                 about=f"{np.dtype(dtype).name}{list(shape)} as {spec} on a mesh "
-                "{'data': 2, 'model': 4}",
-                args=lambda shape=shape, dtype=dtype, spec=spec: (
+                f"{axes(mesh_args)}",
+                args=lambda shape=shape, dtype=dtype, spec=spec, mesh_args=mesh_args: (
                     shape,
                     dtype,
                     spec,
@@ -51,12 +54,20 @@ def per_device_bytes_cases() -> list[Case]:
         )
     cases.append(
         Case(
-            about="float32[6, 4] as P('model') on a mesh {'data': 2, 'model': 4}: should raise",
-            args=lambda: ((6, 4), jnp.float32, P("model"), make_mesh(*mesh_args)),
+            about=f"float32[6, 4] as P('model') on a mesh {axes(two_by_four)}: should "
+            "raise",
+            args=lambda: ((6, 4), jnp.float32, P("model"), make_mesh(*two_by_four)),
             raises=ValueError,
         )
     )
     return cases
+
+
+def axes(mesh_args) -> str:
+    shape, names = mesh_args
+    return (
+        "{" + ", ".join(f"'{n}': {s}" for n, s in zip(names, shape, strict=True)) + "}"
+    )
 
 
 def bytes_problems(got, expected: int, block: tuple[int, ...]) -> Problems:
@@ -66,6 +77,11 @@ def bytes_problems(got, expected: int, block: tuple[int, ...]) -> Problems:
         return [
             f"wrong number of bytes: expected {expected:,} (a block of shape {block} on "
             f"each device), got {int(got):,}."
+        ]
+    if not isinstance(got, int):
+        return [
+            f"it returned a NumPy {type(got).__name__}; return a Python int, as the "
+            "statement asks: int(...) of it."
         ]
     return []
 

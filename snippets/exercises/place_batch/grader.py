@@ -26,15 +26,15 @@ from snippets.exercises.grading import (
 
 
 def place_batch_cases() -> list[Case]:
-    def ok_case(shape, names, batch_shape):
-        x = np.arange(math.prod(batch_shape), dtype=np.float32).reshape(batch_shape)
+    def ok_case(shape, names, batch_shape, dtype=np.float32):
+        x = np.arange(math.prod(batch_shape), dtype=dtype).reshape(batch_shape)
         mesh = make_mesh(shape, names)
         block = (batch_shape[0] // mesh.shape["data"], *batch_shape[1:])
         return Case(
-            about=f"x = float32{list(batch_shape)} on {mesh_words(mesh)}",
+            about=f"x = {x.dtype}{list(batch_shape)} on {mesh_words(mesh)}",
             args=lambda: (x.copy(), make_mesh(shape, names)),
             check=checks(
-                lambda got, a: array_problems(got, x),
+                lambda got, a: array_problems(got, x, dtype=x.dtype),
                 lambda got, a: sharding_problems(got, a[1], P("data")),
                 lambda got, a: shard_shape_problems(got, block),
             ),
@@ -53,7 +53,7 @@ def place_batch_cases() -> list[Case]:
     return [
         ok_case((8,), ("data",), (16, 4)),
         ok_case((2, 4), ("data", "model"), (8, 3)),
-        ok_case((4, 2), ("data", "model"), (4,)),
+        ok_case((4, 2), ("data", "model"), (4,), np.int32),  # labels: int32 stays
         error_case((8,), ("data",), (12, 4)),
         error_case((2, 4), ("data", "model"), (5, 3)),
     ]

@@ -103,6 +103,16 @@ def rows_problems(got, expected: list[int]) -> Problems:
         return [f"list each row once, in increasing order; got {rows}."]
     if rows != expected:
         return [f"wrong rows: expected {expected}, got {rows}."]
+    if not isinstance(got, list):
+        return [
+            f"it returned {kind(got)} of the right rows; the statement asks for a "
+            "list: list(...) of them, each an int."
+        ]
+    if others := sorted({type(r).__name__ for r in got if type(r) is not int}):
+        return [
+            f"the rows are right, but they are {', '.join(others)}, not Python ints: "
+            "convert each with int(...), as the statement asks for a list of ints."
+        ]
     return []
 
 

@@ -19,6 +19,8 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    ShardedWork,
+    Split,
     array_problems,
 )
 
@@ -44,7 +46,7 @@ def ring_all_gather_cases() -> list[Case]:
 
 def ring_problems(got, x: np.ndarray, n: int) -> Problems:
     expected = np.tile(x, (n, 1))
-    problems = array_problems(got, expected)
+    problems = array_problems(got, expected, dtype=np.float32)
     if problems and np.shape(got) == expected.shape:
         wrong = [d for d in range(n) if not np.allclose(np.asarray(got)[d], x)]
         problems.append(
@@ -69,6 +71,21 @@ EXERCISE = Exercise(
     requires=("shard_map", "ppermute"),
     forbids=("all_gather", "psum", "all_to_all", "psum_scatter"),
     traced=(0,),
+    on_device=True,
+    sharded=ShardedWork(
+        splits=(
+            Split(
+                argument=0,
+                what="the blocks of x",
+                axis="x",
+                devices=lambda args: (
+                    args[1].shape["x"],
+                    "every device of the mesh's axis 'x' holds one block.",
+                ),
+            ),
+        ),
+        out_specs=P("x"),
+    ),
     hints={
         "shard_map": SHARD_MAP_HINT,
         "ppermute": "Pass the blocks from device to device with jax.lax.ppermute.",

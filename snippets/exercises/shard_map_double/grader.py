@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax import P
 
 from snippets.exercises.common import (
     SHARD_MAP_HINT,
@@ -15,6 +16,8 @@ from snippets.exercises.common import (
 from snippets.exercises.grading import (
     Case,
     Exercise,
+    ShardedWork,
+    Split,
     array_problems,
 )
 
@@ -27,7 +30,9 @@ def shard_map_double_cases() -> list[Case]:
             Case(
                 about=f"x = float32[{n}], from {x[0]:g} to {x[-1]:g}",
                 args=lambda x=x: (jnp.asarray(x),),
-                check=lambda got, args, x=x: array_problems(got, 2 * x),
+                check=lambda got, args, x=x: array_problems(
+                    got, 2 * x, dtype=np.float32
+                ),
             )
         )
     return cases
@@ -42,5 +47,11 @@ EXERCISE = Exercise(
     cases=shard_map_double_cases,
     requires=("shard_map",),
     traced=(0,),
+    on_device=True,
     hints={"shard_map": SHARD_MAP_HINT},
+    # The statement fixes the specs and the body; the mesh may have one device or eight.
+    sharded=ShardedWork(
+        splits=(Split(argument=0, what="the elements of x", axis="data"),),
+        out_specs=P("data"),
+    ),
 )

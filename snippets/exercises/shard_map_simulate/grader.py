@@ -13,17 +13,20 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    Program,
     array_problems,
+    traced_program,
 )
 
 
 def shard_map_simulate_cases() -> list[Case]:
     cases = []
-    # Few distinct shapes: each new one costs the learner's eager code a compile.
+    # Few distinct shapes: each new one costs the learner's eager code a compile. The last
+    # has another in_dim and number of features: neither may be written into the code.
     for seed, (rows, d_in), shards, features in [
         (0, (8, 4), 2, 3),
         (1, (8, 4), 4, 3),
-        (42, (6, 4), 3, 3),
+        (42, (6, 5), 3, 6),
     ]:
         x = (
             np.random.default_rng(seed + 10)
@@ -55,7 +58,7 @@ def simulate_problems(got, x, seed: int, shards: int, features: int) -> Problems
 
     model = nnx.Linear(x.shape[-1], features, rngs=nnx.Rngs(seed))
     expected = np.asarray(model(x)).reshape(-1)
-    problems = array_problems(got, expected)
+    problems = array_problems(got, expected, dtype=np.float32)
     if not problems or np.shape(got) != expected.shape:
         if np.shape(got) == (x.shape[0], features):
             problems.append("return the output flattened: out.reshape(-1).")
@@ -76,6 +79,46 @@ def simulate_problems(got, x, seed: int, shards: int, features: int) -> Problems
     return problems
 
 
+def shard_problems(fn, args, program: Program) -> Problems:
+    """The statement's loop: one layer, built once, applied to x shard by shard."""
+    from flax import nnx
+
+    x, shards = args[1], int(args[2])
+    rows = x.shape[0] // shards
+    block = (rows, *x.shape[1:])
+    cut = 0
+    for step in program.named("dynamic_slice", "slice", "split"):
+        if step.reaches and 1 in step.operands[0]:
+            cut += sum(shape == block for shape in step.out_shapes)
+    problems = []
+    if cut < shards:
+        problems.append(
+            f"it does not cut x into {shards} shards of {rows} rows: take each shard "
+            f"with jax.lax.dynamic_slice_in_dim(x, i * {rows}, {rows}, axis=0) and "
+            "apply the layer to it, as one device of a data-parallel mesh would, not "
+            "to all of x at once."
+        )
+    built = []
+    start = nnx.Linear.__init__
+
+    def counting_start(self, *a, **k):
+        built.append(self)
+        start(self, *a, **k)
+
+    nnx.Linear.__init__ = counting_start
+    try:
+        traced_program(fn, args, (1,))
+    finally:
+        nnx.Linear.__init__ = start
+    if len(built) > 1:
+        problems.append(
+            f"it builds nnx.Linear {len(built)} times in one call: build it once, "
+            "before the loop, and apply that one layer to every shard, as every device "
+            "of a data-parallel mesh holds the same parameters."
+        )
+    return problems
+
+
 EXERCISE = Exercise(
     name="shard_map_simulate",
     title="NNX shard_map simulation: the data-parallel loop by hand",
@@ -83,6 +126,9 @@ EXERCISE = Exercise(
     practises="training/simulated-data-parallel.md",
     solution="snippets/training/simulated_data_parallel/simulate.py:simulate",
     cases=shard_map_simulate_cases,
+    traced=(1,),
+    rules=shard_problems,
+    rules_words=("x cut into shards", "one layer"),
     on_error={
         "Invalid rng value": "seed arrives as a float: nnx.Rngs(int(seed)).",
         "cannot be interpreted as an integer": (
