@@ -1,8 +1,21 @@
-"""Read the words and colours back out of a table that `per_device_table` drew."""
+"""Helpers for the collectives page's tests: the page's data, what each device holds, and
+the words and colours read back out of a table that `per_device_table` drew."""
 
 from html.parser import HTMLParser
 
+import numpy as np
+
 from docs_build.render import per_device_table
+
+# Row d: device d's block of the page's `x` (two numbers) and `x8` (eight).
+BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)
+BLOCKS8 = 10 * np.arange(8.0)[:, None] + np.arange(8)
+
+
+def rows(array):
+    """What each device holds, in device order."""
+    shards = sorted(array.addressable_shards, key=lambda s: s.device.id)
+    return np.stack([np.asarray(s.data[0]) for s in shards])
 
 
 class _Rows(HTMLParser):

@@ -7,8 +7,7 @@ from jax import P
 from jax.sharding import NamedSharding
 
 from snippets.concepts.collectives import diagram
-
-BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)  # row d: device d's block of x
+from tests.concepts.collectives.cells import BLOCKS
 
 
 def test_the_data_puts_the_device_number_in_the_tens_digit(line_mesh, capsys):

@@ -4,20 +4,7 @@ import pytest
 
 from docs_build.render import DEVICE_COLOURS
 from snippets.concepts.collectives import diagram, movement
-from tests.concepts.collectives.cells import cells
-
-BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)
-BLOCKS8 = 10 * np.arange(8.0)[:, None] + np.arange(8)
-
-
-@pytest.fixture
-def data(line_mesh):
-    return diagram.build_data(line_mesh)
-
-
-def rows(array):
-    shards = sorted(array.addressable_shards, key=lambda s: s.device.id)
-    return np.stack([np.asarray(s.data[0]) for s in shards])
+from tests.concepts.collectives.cells import BLOCKS, BLOCKS8, cells, rows
 
 
 def test_a_ring_shift_sends_each_block_to_the_next_device(line_mesh, data):

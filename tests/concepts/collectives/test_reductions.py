@@ -3,21 +3,14 @@ import pytest
 
 from docs_build.render import DEVICE_COLOURS
 from snippets.concepts.collectives import diagram, reductions
-from tests.concepts.collectives.cells import cells
+from tests.concepts.collectives.cells import BLOCKS, cells, rows
 
-BLOCKS = 10 * np.arange(8.0)[:, None] + np.arange(2)  # row d: device d's block of x
 DEVICE_7 = DEVICE_COLOURS[7]
 
 
 @pytest.fixture
 def x(line_mesh):
     return diagram.build_data(line_mesh)[0]
-
-
-def rows(array):
-    """What each device holds, in device order."""
-    shards = sorted(array.addressable_shards, key=lambda s: s.device.id)
-    return np.stack([np.asarray(s.data[0]) for s in shards])
 
 
 @pytest.mark.parametrize(
