@@ -17,14 +17,14 @@ from pathlib import Path
 from docs_build.tpu.driver import RESULTS, TARGETS
 
 TABLE = "<!-- tpu-costs -->"
-NUMBER = re.compile(r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire) -->")
+NUMBER = re.compile(r"<!-- tpu: ([^/]+?) / ([^/]+?) / wire -->")
 # The page's strategies, in the order the pages teach them.
 STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "2-D", "pipeline")
 MIB = 2**20
 
 
 class TpuPagesError(ValueError):
-    """A page asks for a target, strategy or field that the results do not hold."""
+    """A page asks for a target or strategy that the results do not hold."""
 
 
 @cache
@@ -57,7 +57,7 @@ def collectives(p: dict) -> str:
     return ", ".join(parts) or "none"
 
 
-def number(target: str, strategy: str, field: str) -> str:
+def number(target: str, strategy: str) -> str:
     p = program(target.strip(), strategy.strip())
     return f"{wire_mib(p):.1f} MiB"
 

@@ -120,35 +120,6 @@ def test_the_pipeline_passes_two_arrays_per_step_of_its_schedule():
         assert program["summary"]["collective-permute"]["runs"] == 2 * steps_run
 
 
-def test_the_compilers_plans_differ_by_target_as_the_results_say():
-    """The claims a page may make from this file, held here so a new compiler that
-    changes them fails a test instead of leaving a page wrong."""
-
-    def kinds(target, strategy):
-        return {k: s["runs"] for k, s in PROGRAMS[target, strategy]["summary"].items()}
-
-    # CPU has no reduce-scatter: FSDP's gradients are one all-reduce.
-    assert kinds("cpu", "FSDP") == {"all-gather": 4, "all-reduce": 1}
-    # v5e on 8 chips reduce-scatters the two weight gradients (and gathers bf16).
-    assert kinds("v5e:2x4", "FSDP") == {
-        "all-gather": 4,
-        "reduce-scatter": 2,
-        "all-reduce": 1,
-    }
-    gathered = {
-        c["dtype"]
-        for c in PROGRAMS["v5e:2x4", "FSDP"]["collectives"]
-        if c["kind"] == "all-gather" and c["result_bytes"] > 2**20
-    }
-    assert gathered == {"bf16"}
-    # From 64 chips on, the same FSDP step moves no all-gathers at all.
-    for target in ("v5e:8x8", "v5e:16x16"):
-        assert set(kinds(target, "FSDP")) == {"all-reduce"}
-    # Data parallelism is one gradient all-reduce everywhere.
-    for target in driver.TARGETS:
-        assert kinds(target, "data parallel") == {"all-reduce": 1}
-
-
 def test_the_fsdp_rule_is_the_fsdp_pages(devices):
     """steps.fsdp_rules gives, by name, what the page's shard_fsdp does to real arrays."""
     from snippets.training.fsdp.placement import data_mesh, shard_fsdp
