@@ -123,8 +123,12 @@ def test_search_finds_the_page(context, base_url, query, expected):
     assert expected in targets, links
 
 
-def test_copy_button_puts_the_code_on_the_clipboard(context, base_url):
-    page, _ = visit(context, base_url + "basics/devices-and-meshes/")
+# A guide page, and a notebook page: its cells are the theme's code blocks, with its button.
+@pytest.mark.parametrize(
+    "path", ["basics/devices-and-meshes/", "notebooks/basics/devices-and-meshes/"]
+)
+def test_copy_button_puts_the_code_on_the_clipboard(context, base_url, path):
+    page, _ = visit(context, base_url + path)
     block = page.locator("div.highlight").first
     code = block.locator("pre code").inner_text()
     block.hover()
