@@ -85,13 +85,21 @@ def install(session: nox.Session, group: str) -> None:
     no time in pip or uv.
     """
     requirements = nox.project.dependency_groups(PYPROJECT, group)
+    # The groups that build the site also get this project, editable, so that the MkDocs
+    # hook imports `docs_build` as any package (pyproject's [build-system]).
+    project = group in SITE_GROUPS
     stamp = Path(session.virtualenv.location, ".nox-requirements")
-    wanted = "\n".join(requirements)
+    wanted = "\n".join([*requirements, *(["-e ."] if project else [])])
     if stamp.is_file() and stamp.read_text() == wanted:
         return
     # This machine may set PYTHONDONTWRITEBYTECODE; an uncompiled jax imports twice as slowly.
     session.install(*requirements, env={"UV_COMPILE_BYTECODE": "1"})
+    if project:
+        session.install("--no-deps", "-e", ".")
     stamp.write_text(wanted)
+
+
+SITE_GROUPS = {"docs", "tests", "browser"}
 
 
 @nox.session(python=PYTHON)

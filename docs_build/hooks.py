@@ -15,16 +15,12 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from mkdocs.exceptions import PluginError
 
-from mkdocs.exceptions import PluginError  # noqa: E402
-
-from docs_build import notebooks, outputs  # noqa: E402
-from docs_build.devices import CACHE_SETTINGS  # noqa: E402
-from docs_build.tpu import pages as tpu_pages  # noqa: E402
-from docs_build.versions import pages as version_pages  # noqa: E402
+from docs_build import notebooks, outputs
+from docs_build.devices import CACHE_SETTINGS
+from docs_build.tpu import pages as tpu_pages
+from docs_build.versions import pages as version_pages
 
 _results: dict[str, outputs.PageResult] = {}
 _first_shown: dict[

@@ -72,3 +72,24 @@ def test_each_page_has_its_snippets_and_tests_under_the_same_name():
             assert page.exists(), f"{package} serves no page ({page} is missing)"
             tests = ROOT / "tests" / section / package.name
             assert tests.is_dir(), f"{package} has no tests at {tests}"
+
+
+def test_the_build_package_imports_without_a_path_trick(tmp_path):
+    """The MkDocs hook imports `docs_build` as an installed package (editable, by nox from
+    pyproject's [build-system]): from any directory, and with no `sys.path` edit of its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    found = subprocess.run(
+        [sys.executable, "-c", "import docs_build.hooks as h; print(h.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(found) == ROOT / "docs_build" / "hooks.py"
+    for path in (ROOT / "docs_build").rglob("*.py"):
+        assert "sys.path" not in path.read_text(encoding="utf-8"), path
