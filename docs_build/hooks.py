@@ -44,11 +44,15 @@ def on_config(config):
 def on_pre_build(config):
     """Run every page's code once (or take it from the cache), then write the notebooks with
     those outputs: before mkdocs collects the files, so that mkdocs-jupyter finds them."""
+    site_url, repo_url = config.site_url or "", config.repo_url or ""
+    done = {}
+
+    def write_notebook(page, result):  # while the other pages still run
+        done[page] = notebooks.write(page, site_url, repo_url, result.blocks)
+
     try:
-        results = outputs.ensure(outputs.doc_pages())
-        written = notebooks.write_all(
-            config.site_url or "", config.repo_url or "", results
-        )
+        results = outputs.ensure(outputs.doc_pages(), on_run=write_notebook)
+        written = notebooks.write_all(site_url, repo_url, results, done)
     except outputs.SnippetError as err:
         raise PluginError(
             f"A page's code could not be run, so the site was not built.\n\n{err}"

@@ -220,26 +220,50 @@ def build(
     return jupytext.writes(notebook, fmt="ipynb")
 
 
-def write_all(site_url: str, repo_url: str, results: dict | None = None) -> list[Path]:
+def write(
+    page: Path, site_url: str, repo_url: str, ran: list[list[dict]] | None = None
+) -> tuple[Path | None, bool]:
+    """Write (or leave alone, when unchanged) the notebook of one page.
+
+    Returns where it belongs (None for a page without one) and whether it was written.
+    """
+    content = build(page, site_url, repo_url, ran)
+    if content is None:
+        return None, False
+    target = outputs.DOCS / notebook_path(page.relative_to(outputs.DOCS).as_posix())
+    if target.exists() and target.read_text(encoding="utf-8") == content:
+        return target, False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content, encoding="utf-8")
+    return target, True
+
+
+def write_all(
+    site_url: str,
+    repo_url: str,
+    results: dict | None = None,
+    done: dict[Path, tuple[Path | None, bool]] | None = None,
+) -> list[Path]:
     """Write (or leave alone, when unchanged) the notebook of every page; remove stale ones.
 
-    `results` (from `outputs.ensure`) gives each notebook the outputs of the page's run.
+    `results` (from `outputs.ensure`) gives each notebook the outputs of the page's run;
+    `done` holds what `write` already returned for some pages (written while others ran).
     """
     written, wanted = [], set()
+    done = done or {}
     for page in outputs.doc_pages():
         if page.is_relative_to(NOTEBOOKS):
             continue
-        rel = page.relative_to(outputs.DOCS).as_posix()
-        ran = results[rel].blocks if results and rel in results else None
-        content = build(page, site_url, repo_url, ran)
-        if content is None:
-            continue
-        target = outputs.DOCS / notebook_path(page.relative_to(outputs.DOCS).as_posix())
-        wanted.add(target)
-        if not target.exists() or target.read_text(encoding="utf-8") != content:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-            written.append(target)
+        if page in done:
+            target, changed = done[page]
+        else:
+            rel = page.relative_to(outputs.DOCS).as_posix()
+            ran = results[rel].blocks if results and rel in results else None
+            target, changed = write(page, site_url, repo_url, ran)
+        if target is not None:
+            wanted.add(target)
+            if changed:
+                written.append(target)
     for stale in set(NOTEBOOKS.rglob("*.ipynb")) - wanted if NOTEBOOKS.exists() else ():
         stale.unlink()
     return written

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -31,6 +32,7 @@ import tempfile
 import time
 import tomllib
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -115,9 +117,29 @@ def expand(code: str, where: str) -> str:
 
 
 def page_blocks(page: Path) -> list[Block]:
-    """The runnable Python fences of a page, in order. Fences marked `notest` are not run."""
+    """The runnable Python fences of a page, in order. Fences marked `notest` are not run.
+
+    A build asks for a page's blocks several times (to run it, for its notebook, to place its
+    outputs): they are parsed again only when the page or a file it includes has changed.
+    """
     rel = page.relative_to(DOCS).as_posix() if page.is_relative_to(DOCS) else str(page)
-    return parse_blocks(page.read_text(encoding="utf-8"), rel)
+    text = page.read_text(encoding="utf-8")
+    included = []
+    for target in sorted(set(INCLUDE.findall(text))):
+        try:
+            content = (ROOT / target.split(":", 1)[0]).read_bytes()
+        except OSError:
+            content = None  # expanding it reports the missing file
+        included.append((target, content))
+    key = (rel, text, tuple(included))
+    if len(_parsed) > 1000:  # a long `mkdocs serve` session: old versions of pages
+        _parsed.clear()
+    if key not in _parsed:
+        _parsed[key] = parse_blocks(text, rel)
+    return list(_parsed[key])
+
+
+_parsed: dict[tuple, list[Block]] = {}
 
 
 def python_fences(tokens: list) -> list:
@@ -219,15 +241,24 @@ def pinned_requirements() -> list[str]:
     )
 
 
-def versions() -> dict[str, str]:
-    """Installed versions of the packages the examples run on."""
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
     out = {}
     for name in VERSIONED:
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             out[name] = "missing"
-    return out
+    return tuple(out.items())
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of the packages the examples run on.
+
+    Read once per process (each read scans the installed distributions, and every page's
+    cache key asks): a package installed while `mkdocs serve` runs is seen after a restart.
+    """
+    return dict(_installed_versions())
 
 
 def cache_key(blocks: list[Block]) -> str:
@@ -320,13 +351,18 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
 
 
 def ensure(
-    pages: list[Path], jobs: int | None = None, force: bool = False
+    pages: list[Path],
+    jobs: int | None = None,
+    force: bool = False,
+    on_run: Callable[[Path, PageResult], None] | None = None,
 ) -> dict[str, PageResult]:
     """Bring the outputs of `pages` up to date, running stale pages in parallel.
 
     Every page's includes are expanded before anything runs, so a missing file or section
     fails at once. A failing block raises SnippetError naming the page, the block and the
     snippet it includes, with the traceback; pages not yet started are not started.
+    `on_run(page, result)` is called for each page that ran, as soon as it has, while the
+    others still run (the build writes the page's notebook then).
     """
     plans = []
     for page in pages:
@@ -346,13 +382,15 @@ def ensure(
     jobs = jobs or max(1, min(len(stale), os.cpu_count() or 1))
     errors: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_page, *plan) for plan in stale]
+        futures = {pool.submit(run_page, *plan): plan[0] for plan in stale}
         for future in concurrent.futures.as_completed(futures):
             if future.cancelled():  # not started, because another page failed first
                 continue
             try:
                 result = future.result()
                 results[result.page] = result
+                if on_run is not None and not errors:
+                    on_run(futures[future], result)
             except SnippetError as err:
                 errors.append(str(err))
                 for other in futures:

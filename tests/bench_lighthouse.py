@@ -1,10 +1,12 @@
-"""Lighthouse scores of three representative pages, in Debian's Chromium. Prints, not a test.
+"""Lighthouse scores of representative pages and the heaviest ones, in Debian's Chromium.
+Prints, not a test.
 
     nox -s lighthouse              # or: python tests/bench_lighthouse.py [--preset desktop]
 
 Builds the site, serves it on 127.0.0.1 with gzip (as GitHub Pages serves it), and runs
 Lighthouse (npm, installed by the nox session into .cache/npm) on the home page, a guide
-page and a notebook page, with the mobile (default) and desktop presets, each --runs times
+page with diagrams, its notebook page, and the heaviest guide page and notebook page of the
+build (by bytes of HTML), with the mobile (default) and desktop presets, each --runs times
 (default 3; scores vary from run to run, the median is printed). Target: at least 95 in each
 category.
 """
@@ -74,7 +76,7 @@ class _Body:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="Lighthouse scores of three pages.")
+    parser = argparse.ArgumentParser(description="Lighthouse scores of five pages.")
     parser.add_argument(
         "--preset", choices=["mobile", "desktop", "both"], default="both"
     )
@@ -110,14 +112,17 @@ def main() -> int:
             cwd=ROOT,
             check=True,
         )
+        pages = {**PAGES, **heaviest(site)}
         handler = functools.partial(GzipHandler, directory=str(site))
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}/"
-        print(f"median of {args.runs} run(s); performance range in brackets\n")
-        print(f"{'page':<26}{'preset':<9}" + "".join(f"{c:>16}" for c in CATEGORIES))
+        for label, path in pages.items():
+            print(f"{label}: /{path}")
+        print(f"\nmedian of {args.runs} run(s); performance range in brackets\n")
+        print(f"{'page':<30}{'preset':<9}" + "".join(f"{c:>16}" for c in CATEGORIES))
         worst = 100
-        for label, path in PAGES.items():
+        for label, path in pages.items():
             for preset in presets:
                 runs = sorted(
                     (run(base + path, preset, Path(tmp)) for _ in range(args.runs)),
@@ -130,12 +135,27 @@ def main() -> int:
                 worst = min(worst, *scores.values())
                 spread = f"[{runs[0][0]['performance']}-{runs[-1][0]['performance']}]"
                 row = "".join(f"{scores[c]:>16}" for c in CATEGORIES)
-                print(f"{label:<26}{preset:<9}{row}  {spread if len(runs) > 1 else ''}")
+                print(f"{label:<30}{preset:<9}{row}  {spread if len(runs) > 1 else ''}")
                 for audit in failing:
-                    print(f"{'':<35}below 1: {audit}")
+                    print(f"{'':<39}below 1: {audit}")
         server.shutdown()
     print(f"\nlowest median score: {worst} (target >= 95)")
     return 0
+
+
+def heaviest(site: Path) -> dict[str, str]:
+    """The largest guide page and the largest notebook page of a built site, with sizes."""
+    found = {}
+    for kind, pages in (
+        ("guide", [p for p in site.rglob("index.html") if "notebooks" not in p.parts]),
+        ("notebook", list((site / "notebooks").rglob("index.html"))),
+    ):
+        page = max(pages, key=lambda p: p.stat().st_size)
+        kb = page.stat().st_size / 1000
+        found[f"heaviest {kind} ({kb:.0f} KB)"] = (
+            page.parent.relative_to(site).as_posix() + "/"
+        )
+    return found
 
 
 def run(url: str, preset: str, tmp: Path) -> tuple[dict[str, int], list[str]]:

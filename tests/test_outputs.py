@@ -159,6 +159,32 @@ def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_on_run_hears_of_each_page_that_ran_and_of_no_cached_one(tmp_path, cache):
+    page = write_page(tmp_path, "print('once')")
+    heard = []
+    first = outputs.ensure([page], on_run=lambda *args: heard.append(args))
+    assert heard == [(page, first[str(page)])]
+    outputs.ensure([page], on_run=lambda *args: heard.append(args))  # from the cache
+    assert len(heard) == 1
+
+
+def test_a_page_is_parsed_again_when_a_file_it_includes_changes(tmp_path, monkeypatch):
+    monkeypatch.setattr(outputs, "ROOT", tmp_path)
+    options = {**outputs.SNIPPETS_OPTIONS, "base_path": [str(tmp_path)]}
+    monkeypatch.setattr(outputs, "SNIPPETS_OPTIONS", options)
+    (tmp_path / "snippet.py").write_text(
+        "# --8<-- [start:s]\nx = 1\n# --8<-- [end:s]\n"
+    )
+    page = tmp_path / "page.md"
+    page.write_text('# P\n\n```python\n--8<-- "snippet.py:s"\n```\n')
+    assert [b.source for b in outputs.page_blocks(page)] == ["x = 1\n"]
+    (tmp_path / "snippet.py").write_text(
+        "# --8<-- [start:s]\nx = 2\n# --8<-- [end:s]\n"
+    )
+    assert [b.source for b in outputs.page_blocks(page)] == ["x = 2\n"]
+
+
+@pytest.mark.slow
 def test_a_page_gets_no_devices_it_did_not_set_up(tmp_path, cache, monkeypatch):
     # As in a reader's fresh Python: the build's own device settings never reach the page.
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
