@@ -95,8 +95,59 @@ def table(data: dict | None = None) -> str:
     )
 
 
+MODEL_TABLE = "<!-- tpu-model -->"
+
+
+def model_table(data: dict | None = None) -> str:
+    """Formula against compiled program, per strategy and target: state and wire bytes."""
+    from docs_build import costmodel as cm
+
+    data = data or results()
+    m = data["model"]
+    model = cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
+    lines = [
+        "| strategy | target | state per device<br>formula / compiled | "
+        "sent per device per step<br>formula / compiled | the compiler's plan |",
+        "|---|---|---|---|---|",
+    ]
+    for strategy in STRATEGIES:
+        for target in data["targets"]:
+            p = program(target, strategy, data)
+            plan = cm.plan_of(p)
+            if strategy == "pipeline":
+                state = "not modelled"
+            else:
+                state = (
+                    f"{cm.state_bytes(strategy, p['mesh'], model) / MIB:.1f} / "
+                    f"{p['memory']['argument_bytes'] / MIB:.1f} MiB"
+                )
+            wire = (
+                f"{cm.wire_bytes(strategy, p['mesh'], model, plan) / MIB:.1f} / "
+                f"{wire_mib(p):.1f} MiB"
+            )
+            said = plan.describe(strategy)
+            said = f"**{said}**" if plan.departs(strategy) else said
+            lines.append(f"| {strategy} | {target} | {state} | {wire} | {said} |")
+    caption = (
+        "The cost model (docs_build/costmodel.py) against the compiled programs of the table "
+        "above. State: parameters, Adam's two moments and the device's share of the batch, "
+        "against memory_analysis()'s argument bytes. Sent: the ring model under the plan the "
+        "compiler chose, against the HLO reader. **Bold**: a plan other than the one the "
+        "training pages teach (weights gathered in f32, gradients reduce-scattered; f32 "
+        f"activations between stages). Every formula is within {cm.TOLERANCE:.1%} of its "
+        "compiled figure (tests/docs_build/test_costmodel.py)."
+    )
+    rows = "\n".join(lines)
+    return (
+        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
+        f"<small>{caption}</small>\n\n</div>\n"
+    )
+
+
 def fill(markdown: str) -> str:
     """The page with its TPU tables and numbers filled in."""
     if TABLE in markdown:
         markdown = markdown.replace(TABLE, table())
+    if MODEL_TABLE in markdown:
+        markdown = markdown.replace(MODEL_TABLE, model_table())
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)

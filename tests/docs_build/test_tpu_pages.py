@@ -107,3 +107,30 @@ def test_the_caption_names_each_strategys_mesh():
             "2-D": {"data": n // 4, "model": 4},
             "pipeline": {"stage": n},
         }
+
+
+def test_the_model_table_sets_each_formula_beside_its_program():
+    text = SCALING.read_text(encoding="utf-8")
+    assert pages.MODEL_TABLE in text
+    table = pages.fill(pages.MODEL_TABLE)
+    rows = [
+        line for line in table.splitlines() if line.startswith("| ") and "MiB" in line
+    ]
+    assert len(rows) == len(pages.STRATEGIES) * len(pages.results()["targets"])
+    # v5e:2x4's FSDP: 42.0 formula, 42.1 compiled (bf16 weights), a departure in bold
+    row = next(r for r in rows if r.startswith("| FSDP | v5e:2x4 |"))
+    assert "/ 42.1 MiB" in row and "**all-gather of bf16 weights" in row
+    # data parallelism is as taught everywhere
+    assert all("| as taught |" in r for r in rows if r.startswith("| data parallel |"))
+
+
+def test_the_scaling_pages_formula_prose_matches_the_model():
+    """The prose's one-line formulas: taught FSDP sends what data parallelism sends."""
+    from docs_build import costmodel as cm
+
+    text = SCALING.read_text(encoding="utf-8")
+    assert "2(N \u2212 1)/N \u00b7 P" in text and "the same total" in text
+    model = cm.MLP(1024, 4096, 256)
+    assert cm.wire_bytes("FSDP", {"data": 8}, model) == cm.wire_bytes(
+        "data parallel", {"data": 8}, model
+    )

@@ -1,0 +1,202 @@
+"""The site's cost model: what one training step of the MLP keeps and sends per device, by formula.
+
+Two figures per strategy, for a mesh of N devices:
+
+- **state**: the bytes of the step's arguments on one device: the parameters, Adam's two
+  moments (so three copies of each parameter the device holds) and the device's share of the
+  batch (inputs and targets). Checked against `memory_analysis().argument_bytes`.
+- **wire**: the bytes one device sends per step, by the ring model: all-gather and
+  reduce-scatter (N-1)/N * V, all-reduce 2(N-1)/N * V, a permute its whole block.
+  Checked against the HLO reader (`docs_build.hlo`).
+
+The wire formula needs the plan the compiler chose: which collective carries each tensor, and
+at what width. `Plan` names it; `plan_of` reads it from a compiled program, and
+`TEXTBOOK` is the plan the training pages teach. tests/docs_build/test_costmodel.py checks,
+for every compiled program in docs_build/tpu/results.json, that the formula under the
+program's own plan gives its bytes within `TOLERANCE`, and names where the plan is not the
+textbook's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# How far a formula may be from the compiled figure, as a fraction of it. The state of a TPU
+# program is a little larger: it pads small arrays (scalars, biases split 256 ways) to its
+# memory tiles.
+TOLERANCE = 0.015
+F32 = 4
+STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "2-D", "pipeline")
+
+
+class CostModelError(ValueError):
+    """A size, mesh or plan the model cannot price."""
+
+
+@dataclass(frozen=True)
+class MLP:
+    """The step's model: two dense layers, d -> hidden -> d, f32, trained with Adam."""
+
+    d: int
+    hidden: int
+    batch: int
+    microbatches: int = 8
+
+    def __post_init__(self):
+        for name in ("d", "hidden", "batch", "microbatches"):
+            if getattr(self, name) < 1:
+                raise CostModelError(
+                    f"{name} must be a positive integer, not {getattr(self, name)}"
+                )
+
+    @property
+    def params(self) -> int:
+        """Parameter count: two kernels and two biases."""
+        return 2 * self.d * self.hidden + self.hidden + self.d
+
+    @property
+    def batch_bytes(self) -> int:
+        """Inputs and targets of the whole batch, f32."""
+        return 2 * self.batch * self.d * F32
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the compiler moved the step's tensors.
+
+    `gather`: how FSDP assembles its kernels ("all-gather", or "all-reduce" of zero-padded
+    shards); `gradients`: how FSDP sums its gradients ("reduce-scatter" or "all-reduce");
+    `width`: bytes per element of what is gathered or passed between stages (4 for f32, 2
+    when the compiler moves bfloat16 copies, the type the matmuls use).
+    """
+
+    gather: str = "all-gather"
+    gradients: str = "reduce-scatter"
+    width: int = F32
+
+    def __post_init__(self):
+        if self.gather not in ("all-gather", "all-reduce"):
+            raise CostModelError(
+                f"gather must be all-gather or all-reduce, not {self.gather!r}"
+            )
+        if self.gradients not in ("reduce-scatter", "all-reduce"):
+            raise CostModelError(
+                f"gradients must be reduce-scatter or all-reduce, not {self.gradients!r}"
+            )
+        if self.width not in (2, 4):
+            raise CostModelError(
+                f"width must be 2 (bf16) or 4 (f32) bytes, not {self.width}"
+            )
+
+    def describe(self, strategy: str) -> str:
+        """The plan, in the words of a table cell: only what the strategy's formula uses."""
+        width = "bf16" if self.width == 2 else "f32"
+        if strategy == "FSDP":
+            return f"{self.gather} of {width} weights, {self.gradients} of gradients"
+        if strategy == "pipeline":
+            return f"{width} activations"
+        return "as taught"
+
+    def departs(self, strategy: str) -> bool:
+        """Whether the formula under this plan differs from the one the pages teach."""
+        if strategy == "FSDP":
+            return self != TEXTBOOK
+        return strategy == "pipeline" and self.width != TEXTBOOK.width
+
+
+TEXTBOOK = Plan()
+
+
+def _devices(strategy: str, mesh: dict[str, int]) -> tuple[int, int]:
+    """(data-parallel ways, model-parallel ways) of a mesh for a strategy."""
+    if strategy not in STRATEGIES:
+        raise CostModelError(f"unknown strategy {strategy!r}: use one of {STRATEGIES}")
+    sizes = list(mesh.values())
+    if not sizes or any(n < 1 for n in sizes):
+        raise CostModelError(f"a mesh needs positive axis sizes, not {mesh}")
+    if strategy == "2-D":
+        if set(mesh) != {"data", "model"}:
+            raise CostModelError(
+                f"2-D needs a mesh with axes data and model, not {mesh}"
+            )
+        return mesh["data"], mesh["model"]
+    if len(sizes) != 1:
+        raise CostModelError(f"{strategy} uses one mesh axis, not {mesh}")
+    n = sizes[0]
+    return (n, 1) if strategy in ("data parallel", "FSDP") else (1, n)
+
+
+def _check_divides(model: MLP, data: int, model_ways: int) -> None:
+    if model.batch % data:
+        raise CostModelError(
+            f"a batch of {model.batch} does not split over {data} devices: use a multiple of {data}"
+        )
+    if model.hidden % model_ways:
+        raise CostModelError(
+            f"hidden width {model.hidden} does not split {model_ways} ways: use a multiple of "
+            f"{model_ways}"
+        )
+
+
+def state_bytes(strategy: str, mesh: dict[str, int], model: MLP) -> float:
+    """Bytes of the step's arguments on one device: 3 copies of its parameters + its batch."""
+    data, ways = _devices(strategy, mesh)
+    if strategy == "pipeline":
+        raise CostModelError(
+            "the pipeline's state is not modelled: its stages hold whole layers"
+        )
+    _check_divides(model, data, ways)
+    if strategy == "FSDP":
+        held = model.params / data
+    else:
+        # Tensor (and 2-D): the kernels and the hidden bias are split over the model axis; the
+        # output bias is whole on every device.
+        held = (2 * model.d * model.hidden + model.hidden) / ways + model.d
+    return 3 * held * F32 + model.batch_bytes / data
+
+
+def wire_bytes(
+    strategy: str, mesh: dict[str, int], model: MLP, plan: Plan = TEXTBOOK
+) -> float:
+    """Bytes one device sends in one step, by the ring model, under `plan`."""
+    data, ways = _devices(strategy, mesh)
+    _check_divides(model, data, ways)
+    p = model.params
+    if strategy == "data parallel":
+        return 2 * (data - 1) / data * p * F32
+    if strategy == "FSDP":
+        share = (data - 1) / data
+        gather = share * p * plan.width * (2 if plan.gather == "all-reduce" else 1)
+        grads = share * p * F32 * (2 if plan.gradients == "all-reduce" else 1)
+        return gather + grads
+    activations = model.batch / data * model.d * F32  # one all-reduce per step, forward
+    if strategy == "tensor parallel":
+        return 2 * (ways - 1) / ways * activations
+    if strategy == "2-D":
+        held = (2 * model.d * model.hidden + model.hidden) / ways + model.d
+        return 2 * (data - 1) / data * held * F32 + 2 * (ways - 1) / ways * activations
+    # pipeline: M microbatches through S stages take M + S - 1 ticks; at each, a stage passes
+    # one microbatch's activations to the next.
+    stages = ways
+    ticks = model.microbatches + stages - 1
+    return ticks * model.batch / model.microbatches * model.d * plan.width
+
+
+def plan_of(program: dict) -> Plan:
+    """The plan a compiled program (an entry of results.json) carried out."""
+    kinds = set(program["summary"])
+    big = [c for c in program["collectives"] if c["result_bytes"] >= 65536]
+    moved = [c for c in big if c["kind"] in ("all-gather", "collective-permute")]
+    if not moved and program["strategy"].startswith("FSDP"):
+        # no all-gather: the kernels travel inside an all-reduce with other tensors
+        moved = [
+            c for c in big if any(s.startswith("bf16") for s in c["shapes"])
+        ] or big
+    widths = {
+        2 if c["dtype"] == "bf16" or c["shapes"][0].startswith("bf16") else 4
+        for c in moved
+    }
+    width = min(widths) if widths else F32
+    gather = "all-gather" if "all-gather" in kinds else "all-reduce"
+    gradients = "reduce-scatter" if "reduce-scatter" in kinds else "all-reduce"
+    return Plan(gather=gather, gradients=gradients, width=width)
