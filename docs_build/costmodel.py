@@ -138,6 +138,12 @@ def _check_divides(model: MLP, data: int, model_ways: int) -> None:
         )
 
 
+def _held_split(model: MLP, ways: int) -> float:
+    """Parameters one device holds when the model axis splits them `ways` ways (tensor, 2-D):
+    the kernels and the hidden bias are split; the output bias is whole on every device."""
+    return (2 * model.d * model.hidden + model.hidden) / ways + model.d
+
+
 def state_bytes(strategy: str, mesh: dict[str, int], model: MLP) -> float:
     """Bytes of the step's arguments on one device: 3 copies of its parameters + its batch."""
     data, ways = _devices(strategy, mesh)
@@ -146,12 +152,7 @@ def state_bytes(strategy: str, mesh: dict[str, int], model: MLP) -> float:
             "the pipeline's state is not modelled: its stages hold whole layers"
         )
     _check_divides(model, data, ways)
-    if strategy == "FSDP":
-        held = model.params / data
-    else:
-        # Tensor (and 2-D): the kernels and the hidden bias are split over the model axis; the
-        # output bias is whole on every device.
-        held = (2 * model.d * model.hidden + model.hidden) / ways + model.d
+    held = model.params / data if strategy == "FSDP" else _held_split(model, ways)
     return 3 * held * F32 + model.batch_bytes / data
 
 
@@ -173,7 +174,7 @@ def wire_bytes(
     if strategy == "tensor parallel":
         return 2 * (ways - 1) / ways * activations
     if strategy == "2-D":
-        held = (2 * model.d * model.hidden + model.hidden) / ways + model.d
+        held = _held_split(model, ways)
         return 2 * (data - 1) / data * held * F32 + 2 * (ways - 1) / ways * activations
     # pipeline: M microbatches through S stages take M + S - 1 ticks; at each, a stage passes
     # one microbatch's activations to the next.
