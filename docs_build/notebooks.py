@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from docs_build import outputs
+from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
 NOTEBOOKS = outputs.DOCS / "notebooks"
@@ -81,6 +82,7 @@ def _prose(text: str, page: str, site_url: str) -> str:
     out: list[str] = []
     box = None  # inside an admonition ("quote") or a content tab ("tab")
     text = version_pages.fill(outputs.expand(text, page), page)
+    text = tpu_pages.fill(text)  # the TPU figures the page's prose and tables quote
     # A heading's attribute list (`{ #id }`, `{ data-search-exclude }`) is for the site:
     # Jupyter would print it.
     text = HEADING_ATTRS.sub(r"\1", text)

@@ -1,10 +1,18 @@
 """The TPU-compiled evidence on the pages: tables and numbers filled in from results.json.
 
-A page writes `<!-- tpu-costs -->` where the table of wire bytes and memory per
-device goes, and `<!-- tpu: TARGET / STRATEGY / wire -->` where one number goes in prose (MiB sent per
-device per step). Both are read from the same
-committed results (`nox -s tpu` regenerates them), so a number in the prose is the number in the
-table, and a test checks the claims the prose makes about them.
+A page writes a marker where generated evidence goes:
+
+- `<!-- tpu-costs -->`: every strategy on every target, MiB sent per device per step and the
+  collectives; `<!-- tpu-costs: cpu v5e:2x4 -->` the same for the targets named.
+- `<!-- tpu-compare: STRATEGY -->`: one strategy on every target, with its memory per device
+  (the training pages; `STRATEGY | STRATEGY` for two).
+- `<!-- tpu-model -->`: the cost model's formulas beside the compiled figures.
+- `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
+- `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
+  (sent per step), `state` (the step's arguments), `temp` (its temporary buffers) or `peak`.
+
+All are read from the same committed results (`nox -s tpu` regenerates them), so a number in
+the prose is the number in a table, and tests check the claims each page makes about them.
 """
 
 from __future__ import annotations
@@ -17,7 +25,11 @@ from pathlib import Path
 from docs_build.tpu.driver import RESULTS, TARGETS
 
 TABLE = "<!-- tpu-costs -->"
-NUMBER = re.compile(r"<!-- tpu: ([^/]+?) / ([^/]+?) / wire -->")
+TABLES = re.compile(r"<!-- tpu-costs(?:: ([^>]+?))? -->")
+COMPARE = re.compile(r"<!-- tpu-compare: ([^>]+?) -->")
+NUMBER = re.compile(r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire|state|temp|peak) -->")
+MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
+MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
 STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "2-D", "pipeline")
 MIB = 2**20
@@ -57,15 +69,60 @@ def collectives(p: dict) -> str:
     return ", ".join(parts) or "none"
 
 
-def number(target: str, strategy: str) -> str:
+def mib(p: dict, field: str) -> float:
+    """A program's `field` (wire, state, temp or peak), in MiB per device."""
+    if field == "wire":
+        return wire_mib(p)
+    return p["memory"][MEMORY[field]] / MIB
+
+
+def number(target: str, strategy: str, field: str = "wire") -> str:
     p = program(target.strip(), strategy.strip())
-    return f"{wire_mib(p):.1f} MiB"
+    return f"{mib(p, field):.1f} MiB"
 
 
-def table(data: dict | None = None) -> str:
+def _targets(data: dict, named: str | None) -> list[str]:
+    if not named:
+        return list(data["targets"])
+    targets = named.split()
+    for t in targets:
+        if t not in data["targets"]:
+            raise TpuPagesError(
+                f"no compiled programs for target {t!r} in {RESULTS.name}: use some of "
+                f"{list(data['targets'])}, or add it to the targets of `nox -s tpu`."
+            )
+    return targets
+
+
+def _where(data: dict) -> str:
+    v = data["versions"]
+    return (
+        f"Compiled ahead of time by JAX {v['jax']} for the CPU backend (the program this "
+        f"site's 8 virtual devices run) and, with libtpu {v['libtpu']}, for each TPU "
+        "topology; nothing ran on a TPU."
+    )
+
+
+def _model(data: dict, strategies=STRATEGIES) -> str:
+    m = data["model"]
+    said = []
+    if any(s != "pipeline" for s in strategies):
+        said.append(
+            f"One training step of the MLP (width {m['d']}, hidden {m['hidden']}, "
+            f"batch {m['batch']}, {m['dtype']}, Adam), per device"
+        )
+    if "pipeline" in strategies:
+        said.append(
+            ("The pipeline" if said else "The pipeline page's step")
+            + f": its GPipe forward pass, one such MLP per stage, the batch in "
+            f"{m['pipeline_microbatches']} microbatches"
+        )
+    return "; ".join(said)
+
+
+def table(data: dict | None = None, named: str | None = None) -> str:
     data = data or results()
-    model, v = data["model"], data["versions"]
-    targets = list(data["targets"])
+    targets = _targets(data, named)
     head = "| strategy | " + " | ".join(
         f"{t}<br>{data['targets'][t]['devices']} devices" for t in targets
     )
@@ -77,17 +134,62 @@ def table(data: dict | None = None) -> str:
             cells.append(f"**{wire_mib(p):.1f}** MiB: {collectives(p)}")
         lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
     caption = (
-        f"One training step of the MLP (width {model['d']}, hidden {model['hidden']}, "
-        f"batch {model['batch']}, {model['dtype']}, Adam), per device. **Bold**: MiB sent "
+        f"{_model(data)}. **Bold**: MiB sent "
         "per device per step, by the ring model, over every collective the compiled program "
         "runs (a collective in a loop counted once per trip), read from the compiled "
         "program by the site's HLO reader, then the collectives. Meshes over N devices: "
-        "data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. Compiled ahead of "
-        "time by JAX "
-        f"{v['jax']} for the CPU backend and, with libtpu {v['libtpu']}, for each TPU "
-        "topology; nothing ran on a TPU."
+        f"data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data)}"
     )
     # Data, out of the search index like every generated output: the prose names it.
+    rows = "\n".join(lines)
+    return (
+        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
+        f"<small>{caption}</small>\n\n</div>\n"
+    )
+
+
+def compare_table(named: str, data: dict | None = None) -> str:
+    """One strategy (or `A | B`) on every target: collectives, bytes sent, memory."""
+    data = data or results()
+    strategies = [s.strip() for s in named.split("|")]
+    several = len(strategies) > 1
+    head = "| strategy " if several else ""
+    lines = [
+        head
+        + "| target | collectives per step | sent per device | state | temporaries "
+        "| peak |",
+        ("|---" if several else "") + "|---|---|---:|---:|---:|---:|",
+    ]
+    for strategy in strategies:
+        for target in data["targets"]:
+            p = program(target, strategy, data)
+            n = data["targets"][target]["devices"]
+            mesh = " \u00d7 ".join(f"{k} {v}" for k, v in p["mesh"].items())
+            # CPU's peak reads below its own temporaries (tests/docs_build/test_tpu_pages.py
+            # keeps that true): no figure is better than a wrong one.
+            peak = "not reported" if target == "cpu" else f"{mib(p, 'peak'):.1f} MiB"
+            cells = [
+                f"{target}, {n} devices<br>{mesh}",
+                collectives(p),
+                f"**{wire_mib(p):.1f} MiB**",
+                f"{mib(p, 'state'):.1f} MiB",
+                f"{mib(p, 'temp'):.1f} MiB",
+                peak,
+            ]
+            lead = f"| {strategy} " if several else ""
+            lines.append(lead + "| " + " | ".join(cells) + " |")
+    held = (
+        "a stage's parameters, the microbatches"
+        if strategies == ["pipeline"]
+        else "parameters, Adam's moments, the batch"
+    )
+    caption = (
+        f"{_model(data, strategies)}. Sent: MiB per step by the ring model, over every "
+        "collective of the compiled program (docs_build/hlo.py). State: the step's "
+        f"arguments ({held}); temporaries and peak: the compiler's "
+        "memory_analysis(). The CPU backend's peak figure reads below its own temporaries, "
+        f"so it is not shown. {_where(data)}"
+    )
     rows = "\n".join(lines)
     return (
         f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
@@ -146,8 +248,17 @@ def model_table(data: dict | None = None) -> str:
 
 def fill(markdown: str) -> str:
     """The page with its TPU tables and numbers filled in."""
-    if TABLE in markdown:
-        markdown = markdown.replace(TABLE, table())
+    markdown = TABLES.sub(lambda m: table(named=m.group(1)), markdown)
+    markdown = COMPARE.sub(lambda m: compare_table(m.group(1)), markdown)
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
+    markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
+
+
+def params_mib(data: dict | None = None) -> float:
+    """The compiled MLP's parameters, in MiB (f32)."""
+    from docs_build import costmodel as cm
+
+    m = (data or results())["model"]
+    return cm.MLP(m["d"], m["hidden"], m["batch"]).params * cm.F32 / MIB

@@ -1,0 +1,183 @@
+"""The training pages' "on TPU" sections: each sets the CPU program beside the TPU-compiled
+ones, and the claims its prose makes about them hold for the committed results
+(docs_build/tpu/results.json), so a compiler that changes a plan fails here, not on the page."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from docs_build import costmodel as cm
+from docs_build.tpu import pages
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINING = ROOT / "docs" / "training"
+TPUS = ("v5e:2x4", "v5p:2x2x2", "v5e:8x8", "v5e:16x16")
+MIB = 2**20
+
+# page: (its comparison tables, how many numbers its prose quotes)
+PAGES = {
+    "data-parallel": (["data parallel"], 3),
+    "fsdp": (["FSDP, explicit gather | FSDP"], 6),
+    "tensor-parallel": (["tensor parallel"], 3),
+    "two-d": (["2-D"], 2),
+    "pipeline": (["pipeline"], 2),
+    "choosing": ([], 2),
+}
+
+
+def kinds(target: str, strategy: str) -> dict[str, int]:
+    summary = pages.program(target, strategy)["summary"]
+    return {kind: s["runs"] for kind, s in summary.items()}
+
+
+def mib(target: str, strategy: str, field: str) -> float:
+    return pages.mib(pages.program(target, strategy), field)
+
+
+def model() -> cm.MLP:
+    m = pages.results()["model"]
+    return cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_page_quotes_only_generated_tpu_figures(page):
+    text = (TRAINING / f"{page}.md").read_text(encoding="utf-8")
+    compares, numbers = PAGES[page]
+    assert pages.COMPARE.findall(text) == compares
+    assert len(pages.NUMBER.findall(text)) == numbers
+    filled = pages.fill(text)
+    assert "<!-- tpu" not in filled  # every marker names a compiled program
+    # no MiB figure typed into the page: every one is filled in
+    assert not re.search(r"\d MiB", text)
+
+
+def test_a_comparison_table_names_its_backends_and_every_target():
+    table = pages.compare_table("FSDP, explicit gather | FSDP")
+    rows = [line for line in table.splitlines() if line.startswith("| FSDP")]
+    assert len(rows) == 2 * len(pages.results()["targets"])
+    assert "for the CPU backend" in table and "libtpu" in table
+    assert "nothing ran on a TPU" in table
+    row = next(r for r in rows if r.startswith("| FSDP | v5e:2x4,"))
+    assert f"**{mib('v5e:2x4', 'FSDP', 'wire'):.1f} MiB**" in row
+    assert f"{mib('v5e:2x4', 'FSDP', 'peak'):.1f} MiB |" in row
+
+
+def test_a_pipeline_table_does_not_call_its_step_a_training_step():
+    caption = pages.compare_table("pipeline")
+    assert "GPipe forward pass" in caption and "Adam" not in caption
+
+
+def test_the_cpu_peak_is_withheld_because_it_reads_below_its_temporaries():
+    p = pages.program("cpu", "FSDP")["memory"]
+    assert p["peak_bytes"] < p["temp_bytes"]
+    assert "| not reported |" in pages.compare_table("FSDP")
+
+
+def test_a_table_for_an_unknown_target_says_which_exist():
+    with pytest.raises(pages.TpuPagesError, match=r"'v9:1x1'.*use some of"):
+        pages.fill("<!-- tpu-costs: cpu v9:1x1 -->")
+
+
+def test_data_parallel_claims():
+    for target in ("cpu", *TPUS):
+        assert kinds(target, "data parallel") == {"all-reduce": 1}
+    assert mib("v5e:2x4", "data parallel", "wire") == pytest.approx(
+        mib("cpu", "data parallel", "wire"), rel=1e-3
+    )
+    # temporaries: negligible on the CPU, a little more than the gradients on each TPU
+    params = pages.params_mib()
+    assert params == pytest.approx(model().params * 4 / MIB)
+    assert mib("cpu", "data parallel", "temp") < 1 / 1024
+    for target in TPUS:
+        assert params < mib(target, "data parallel", "temp") < 1.1 * params
+
+
+def test_fsdp_claims():
+    def gathers(target, strategy):
+        big = [
+            c
+            for c in pages.program(target, strategy)["collectives"]
+            if c["kind"] == "all-gather" and c["result_bytes"] > MIB
+        ]
+        return {c["dtype"] for c in big}
+
+    for strategy in ("FSDP", "FSDP, explicit gather"):
+        assert gathers("cpu", strategy) == {"f32"}
+        for target in ("v5e:2x4", "v5p:2x2x2"):
+            assert gathers(target, strategy) == {"bf16"}
+        for target in ("v5e:8x8", "v5e:16x16"):
+            assert set(kinds(target, strategy)) == {"all-reduce"}
+        # a peak far above the state on every slice
+        for target in TPUS:
+            assert mib(target, strategy, "peak") > 4 * mib(target, strategy, "state")
+    assert "reduce-scatter" in kinds("v5e:2x4", "FSDP")
+    assert "reduce-scatter" not in kinds("v5e:2x4", "FSDP, explicit gather")
+    dp = mib("v5e:2x4", "data parallel", "wire")
+    assert mib("v5e:2x4", "FSDP", "wire") < dp
+    assert mib("v5e:2x4", "FSDP, explicit gather", "wire") > dp * 1.2
+    # CPU temporaries: both kernels whole and their gradients whole, f32
+    m = model()
+    kernels = 2 * m.d * m.hidden * 4
+    temp = pages.program("cpu", "FSDP, explicit gather")["memory"]["temp_bytes"]
+    assert temp == pytest.approx(2 * kernels, rel=1e-4)
+    assert mib("v5e:8x8", "FSDP, explicit gather", "peak") > 40 * mib(
+        "v5e:8x8", "FSDP, explicit gather", "state"
+    )
+
+
+def test_tensor_parallel_claims():
+    for target in ("cpu", *TPUS):
+        assert kinds(target, "tensor parallel") == {"all-reduce": 1}
+    assert mib("v5e:2x4", "tensor parallel", "wire") == pytest.approx(
+        mib("cpu", "tensor parallel", "wire"), rel=1e-3
+    )
+    small, large = (
+        mib(t, "tensor parallel", "state") for t in ("v5e:2x4", "v5e:16x16")
+    )
+    assert large < small < 32 * large
+    # the batch, whole on every device, is most of what a device holds on 256 chips
+    assert model().batch_bytes / MIB > 0.5 * large
+
+
+def test_two_d_claims():
+    for target in ("cpu", *TPUS):
+        assert kinds(target, "2-D") == {"all-reduce": 2}
+    states = [mib(t, "2-D", "state") for t in TPUS]
+    assert max(states) < 1.05 * min(states)
+    wires = [mib(t, "2-D", "wire") for t in ("v5e:2x4", "v5e:8x8", "v5e:16x16")]
+    assert wires == sorted(wires) and wires[0] < wires[-1]
+
+
+def test_pipeline_claims():
+    m = model()
+    for target in ("cpu", *TPUS):
+        p = pages.program(target, "pipeline")
+        stages = p["mesh"]["stage"]
+        ticks = m.microbatches + stages - 1
+        assert kinds(target, "pipeline") == {"collective-permute": 2 * ticks}
+        assert cm.plan_of(p).width == (4 if target == "cpu" else 2)
+    assert mib("v5e:2x4", "pipeline", "wire") == pytest.approx(
+        mib("cpu", "pipeline", "wire") / 2, rel=0.01
+    )
+    # 256 stages and 8 microbatches: most ticks are bubble
+    stages = pages.program("v5e:16x16", "pipeline")["mesh"]["stage"]
+    assert (stages - 1) / (m.microbatches + stages - 1) > 0.5
+
+
+def test_choosing_claims():
+    for strategy in ("data parallel", "tensor parallel", "2-D"):
+        assert mib("v5e:2x4", strategy, "wire") == pytest.approx(
+            mib("cpu", strategy, "wire"), rel=1e-3
+        )
+    fsdp = mib("v5e:2x4", "FSDP", "wire")
+    assert fsdp < mib("v5e:2x4", "data parallel", "wire") < mib("cpu", "FSDP", "wire")
+    assert fsdp != pytest.approx(mib("cpu", "FSDP", "wire"), rel=0.1)
+
+
+def test_a_pages_notebook_quotes_the_same_figures():
+    from docs_build import notebooks
+
+    content = notebooks.build(TRAINING / "data-parallel.md", "https://x/", "https://y/")
+    assert "<!-- tpu" not in content
+    assert pages.number("v5e:16x16", "data parallel") in content
