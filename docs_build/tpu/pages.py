@@ -7,6 +7,7 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-compare: STRATEGY -->`: one strategy on every target, with its memory per device
   (the training pages; `STRATEGY | STRATEGY` for two).
 - `<!-- tpu-model -->`: the cost model's formulas beside the compiled figures.
+- `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
   (sent per step), `state` (the step's arguments), `temp` (its temporary buffers) or `peak`.
@@ -250,6 +251,10 @@ def fill(markdown: str) -> str:
     """The page with its TPU tables and numbers filled in."""
     markdown = TABLES.sub(lambda m: table(named=m.group(1)), markdown)
     markdown = COMPARE.sub(lambda m: compare_table(m.group(1)), markdown)
+    if "<!-- tpu-plot -->" in markdown:
+        from docs_build.tpu import plot  # it draws from this module's results
+
+        markdown = markdown.replace(plot.PLOT, plot.figure())
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
     markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)
