@@ -22,7 +22,7 @@ PAGES = {
     "tensor-parallel": (["tensor parallel"], 3),
     "two-d": (["2-D"], 2),
     "pipeline": (["pipeline"], 2),
-    "choosing": ([], 2),
+    "choosing": ([], 6),
 }
 
 
@@ -173,6 +173,14 @@ def test_choosing_claims():
     fsdp = mib("v5e:2x4", "FSDP", "wire")
     assert fsdp < mib("v5e:2x4", "data parallel", "wire") < mib("cpu", "FSDP", "wire")
     assert fsdp != pytest.approx(mib("cpu", "FSDP", "wire"), rel=0.1)
+    # "from less than data parallelism on v5e:2x4 to twice it on v5e:16x16", the extremes
+    ratios = {
+        t: mib(t, "FSDP", "wire") / mib(t, "data parallel", "wire")
+        for t in ("cpu", *TPUS)
+    }
+    assert min(ratios, key=ratios.get) == "v5e:2x4" and ratios["v5e:2x4"] < 1
+    assert max(ratios, key=ratios.get) == "v5e:16x16"
+    assert ratios["v5e:16x16"] == pytest.approx(2, rel=0.01)
 
 
 def test_a_pages_notebook_quotes_the_same_figures():

@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 from jax import P
@@ -143,3 +144,25 @@ def test_fsdp_split_along_the_hidden_units_gathers_the_batch(monkeypatch):
     gathered = re.findall(r"= (\S+) all-gather\(", run.compiled.as_text())
     assert "f32[64,32]{1,0}" in gathered  # ... but the whole batch is gathered
     assert not any(shape.startswith("f32[32,128]") for shape in gathered)
+
+
+def test_the_prose_quotes_the_tables_figures(runs):
+    """ "How to choose" quotes bytes from the table: each is the measured figure."""
+    page = (
+        Path(__file__).resolve().parents[3] / "docs/training/choosing.md"
+    ).read_text()
+    prose = " ".join(page[page.index("## How to choose") :].split())
+    dp, fsdp, tp = runs["data parallel"], runs["FSDP"], runs["tensor parallel"]
+    quoted = {
+        "here {:,} bytes of weights": dp.params,
+        "({:,} and": fsdp.params,
+        "and {:,} bytes instead of": fsdp.adam,
+        "instead of {:,} and": dp.params,
+        "and {:,}), at the price": dp.adam,
+        "one all-reduce of `A` per step here, {:,} bytes": tp.collectives["all-reduce"][
+            1
+        ],
+        "against FSDP's {:,}": sum(b for _, b in fsdp.collectives.values()),
+    }
+    for template, value in quoted.items():
+        assert template.format(value) in prose, template

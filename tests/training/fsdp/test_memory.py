@@ -1,5 +1,6 @@
 import re
 
+from flax import nnx
 from jax import P
 
 from snippets.training.fsdp import memory
@@ -43,3 +44,19 @@ def test_the_printed_table_puts_measurements_next_to_formulas(
         ["P", "21024", "21024", "21024", "63072"],
         ["P / 8", "2628", "2628", "2628", "7884"],
     ]
+
+
+def test_the_prose_quotes_the_models_own_size(replicated):
+    """The pages' prose names P and the parameter count: both are the model's."""
+    from pathlib import Path
+
+    import jax
+
+    model, _ = replicated
+    count = sum(leaf.size for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    docs = Path(__file__).resolve().parents[3] / "docs" / "training"
+    fsdp = " ".join((docs / "fsdp.md").read_text().split())
+    data_parallel = " ".join((docs / "data-parallel.md").read_text().split())
+    assert f"P, the bytes of the parameters: {count} float32 numbers" in fsdp
+    assert f"Together they carry {4 * count} bytes, P" in fsdp
+    assert f"Together they are the {count:,} parameters" in data_parallel
