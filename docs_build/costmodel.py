@@ -183,6 +183,53 @@ def wire_bytes(
     return ticks * model.batch / model.microbatches * model.d * plan.width
 
 
+@dataclass(frozen=True)
+class Links:
+    """What one chip can send per second, from a cited source: bytes become time only
+    with these, and only as a floor (every link busy, nothing else in the way)."""
+
+    chip: str
+    ici: float  # bytes/s one chip sends to its neighbours in the slice
+    dcn: float  # bytes/s one chip sends to other slices: its share of its host's NICs
+    source: str
+    url: str
+
+
+# Google's figures for v5e: ICI 400 GBps per chip, bidirectional (so 200 GB/s out); each
+# host of 8 chips has 2 x 100 Gbps NICs (so 25 Gbit/s out per chip).
+V5E = Links(
+    chip="v5e",
+    ici=400e9 / 2,
+    dcn=2 * 100e9 / 8 / 8,
+    source="Google Cloud's TPU v5e documentation",
+    url="https://cloud.google.com/tpu/docs/v5e",
+)
+
+
+def seconds(sent_bytes: float, per_second: float) -> float:
+    """The least time a chip needs to send `sent_bytes` at `per_second`."""
+    if sent_bytes < 0 or per_second <= 0:
+        raise CostModelError(
+            f"need bytes >= 0 and a positive bandwidth, not {sent_bytes}, {per_second}"
+        )
+    return sent_bytes / per_second
+
+
+def dcn_bytes(mesh: dict[str, int], model: MLP) -> float:
+    """Bytes one device sends between slices per step, on a ("slice", "data") mesh.
+
+    Data parallelism and FSDP within a slice both sum the gradients over the slice's own
+    chips first, so each chip is left with 1/n of them (n: chips per slice); only that
+    share is all-reduced across the S slices: 2(S-1)/S * P/n."""
+    if set(mesh) != {"slice", "data"} or min(mesh.values()) < 1:
+        raise CostModelError(
+            f"DCN bytes need a mesh with axes slice and data, not {mesh}"
+        )
+    slices, n = mesh["slice"], mesh["data"]
+    _check_divides(model, slices * n, 1)
+    return 2 * (slices - 1) / slices * model.params * F32 / n
+
+
 def plan_of(program: dict) -> Plan:
     """The plan a compiled program (an entry of results.json) carried out."""
     kinds = set(program["summary"])

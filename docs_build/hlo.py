@@ -400,7 +400,12 @@ class Collective:
     computation: str  # the computation that runs it (ENTRY, a loop body, ...)
     trip_counts: tuple[int | None, ...]  # the loops around it, outermost first
     runs: int | None  # times per step: the product of trip_counts; None if unknown
-    form: str  # "sync", "async", "async-fusion" or "all-reduce-scatter-fusion"
+    form: (
+        str  # "sync", "async", "async-fusion", "all-reduce-scatter-fusion", "megascale"
+    )
+    # "dcn": between slices, through the megascale runtime's host transfers; None: among
+    # the program's own devices
+    network: str | None = None
 
     def as_record(self) -> dict:
         """What results.json stores (the groups as printed, not expanded)."""
@@ -418,6 +423,7 @@ class Collective:
             "trip_counts": list(self.trip_counts),
             "runs": self.runs,
             "form": self.form,
+            "network": self.network,
             "wire_bytes": wire_bytes(self),
         }
 
@@ -481,7 +487,66 @@ def read(text: str, num_devices: int | None = None) -> Program:
                     continue
                 chains[key] = inst.name
             found.append(record)
+    found.extend(_megascale(module, callers))
     return Program(module=module, collectives=found, folded=folded)
+
+
+# A multi-slice TPU program is compiled for one slice; what crosses the data-center
+# network (DCN) between slices is a host-transfer `send` (with its `recv` and `-done`s)
+# that the megascale runtime carries out as a collective over the slices.
+_MEGASCALE_KIND = {
+    "ALL_REDUCE": "all-reduce",
+    "ALL_GATHER": "all-gather",
+    "REDUCE_SCATTER": "reduce-scatter",
+    "ALL_TO_ALL": "all-to-all",
+}
+
+
+def _megascale(module: Module, callers: dict) -> list[Collective]:
+    """The DCN collectives of a multi-slice program: one per megascale `send`."""
+    found = []
+    for comp in module.computations.values():
+        for inst in comp.instructions.values():
+            if inst.opcode != "send":
+                continue
+            attrs = inst.attribute("frontend_attributes") or ""
+            kind = re.search(r'_xla_megascale_transfer_type="(\w+)"', attrs)
+            if not kind:
+                continue
+            if kind.group(1) not in _MEGASCALE_KIND:
+                raise HloParseError(
+                    f"{inst.name}: unknown megascale transfer {kind.group(1)!r}"
+                )
+            target = re.search(r'_xla_megascale_target="\{([\d,]+)\}x', attrs)
+            if not target:
+                raise HloParseError(f"{inst.name}: megascale send without its slices")
+            slices = len(target.group(1).split(","))
+            data = arrays(inst.shape)[0]  # (data, context, token)
+            shape = f"{data[0]}[{','.join(map(str, data[1]))}]"
+            result = nbytes(shape)
+            kind_name = _MEGASCALE_KIND[kind.group(1)]
+            full = result * slices if kind_name == "all-gather" else result
+            place, trips = _place(module, inst.computation, callers)
+            runs = math.prod(trips) if all(t is not None for t in trips) else None
+            found.append(
+                Collective(
+                    kind=kind_name,
+                    name=inst.name,
+                    shapes=(shape,),
+                    dtype=data[0],
+                    result_bytes=result,
+                    full_bytes=full,
+                    group_size=slices,
+                    groups=(),
+                    replica_groups=f"{slices} slices",
+                    computation=place,
+                    trip_counts=tuple(trips),
+                    runs=runs,
+                    form="megascale",
+                    network="dcn",
+                )
+            )
+    return found
 
 
 def _chain_key(inst: Instruction) -> tuple | None:

@@ -150,14 +150,9 @@ def cpu_loops() -> str:
 
 
 def tpu_devices(topology: str) -> list:
-    from jax.experimental import topologies
+    from docs_build.tpu.driver import target_devices
 
-    from docs_build.tpu.driver import libtpu_quiet
-
-    with libtpu_quiet():
-        return list(
-            topologies.get_topology_desc(platform="tpu", topology_name=topology).devices
-        )
+    return target_devices(topology)
 
 
 def tpu_shard_map(topology: str = "v5e:2x4") -> str:
@@ -218,6 +213,14 @@ def tpu_fsdp_step(topology: str = "v5e:2x4") -> str:
     return steps.STRATEGIES["FSDP"](tpu_devices(topology)).compile().as_text()
 
 
+def tpu_multislice_step(topology: str = "2 slices of v5e:2x4") -> str:
+    """Data parallelism over two slices: ICI collectives, and megascale sends over DCN."""
+    from docs_build.tpu import steps
+
+    devices = tpu_devices(topology)
+    return steps.HYBRID_STRATEGIES["data parallel"](devices).compile().as_text()
+
+
 FIXTURE_PROGRAMS = {
     "cpu_shard_map.hlo": (cpu_shard_map, None),
     "cpu_loops.hlo": (cpu_loops, None),
@@ -228,6 +231,7 @@ FIXTURE_PROGRAMS = {
     ),
     "tpu_v5e_2x4_iota.hlo": (tpu_iota, None),
     "tpu_v5e_2x4_fsdp_step.hlo": (tpu_fsdp_step, None),
+    "tpu_2_slices_v5e_2x4_dp_step.hlo": (tpu_multislice_step, None),
 }
 
 

@@ -7,10 +7,12 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-compare: STRATEGY -->`: one strategy on every target, with its memory per device
   (the training pages; `STRATEGY | STRATEGY` for two).
 - `<!-- tpu-model -->`: the cost model's formulas beside the compiled figures.
+- `<!-- tpu-hybrid -->`: programs over several slices, bytes within and between slices.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
-  (sent per step), `state` (the step's arguments), `temp` (its temporary buffers) or `peak`.
+  (sent per step), `state` (the step's arguments), `temp` (its temporary buffers), `peak`,
+  or for a program over several slices `ici` and `dcn` (sent within and between slices).
 
 All are read from the same committed results (`nox -s tpu` regenerates them), so a number in
 the prose is the number in a table, and tests check the claims each page makes about them.
@@ -28,7 +30,10 @@ from docs_build.tpu.driver import RESULTS, TARGETS
 TABLE = "<!-- tpu-costs -->"
 TABLES = re.compile(r"<!-- tpu-costs(?:: ([^>]+?))? -->")
 COMPARE = re.compile(r"<!-- tpu-compare: ([^>]+?) -->")
-NUMBER = re.compile(r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire|state|temp|peak) -->")
+NUMBER = re.compile(
+    r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire|state|temp|peak|ici|dcn|ici-ms|dcn-ms) -->"
+)
+HYBRID_TABLE = "<!-- tpu-hybrid -->"
 MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
@@ -47,7 +52,7 @@ def results(path: Path = RESULTS) -> dict:
 
 def program(target: str, strategy: str, data: dict | None = None) -> dict:
     data = data or results()
-    for p in data["programs"]:
+    for p in data["programs"] + data.get("hybrid", {}).get("programs", []):
         if p["target"] == target and p["strategy"] == strategy:
             return p
     raise TpuPagesError(
@@ -61,6 +66,18 @@ def wire_mib(p: dict) -> float:
     return sum(s["wire_bytes"] for s in p["summary"].values()) / MIB
 
 
+def network_mib(p: dict, network: str) -> float:
+    """MiB each device sends per step over one network of a multi-slice program."""
+    return (
+        sum(
+            c["wire_bytes"] * c["runs"]
+            for c in p["collectives"]
+            if c["network"] == network
+        )
+        / MIB
+    )
+
+
 def collectives(p: dict) -> str:
     """`4 all-gather, 1 all-reduce`, with runs per step where a loop repeats one."""
     parts = []
@@ -71,14 +88,27 @@ def collectives(p: dict) -> str:
 
 
 def mib(p: dict, field: str) -> float:
-    """A program's `field` (wire, state, temp or peak), in MiB per device."""
+    """A program's `field` (wire, state, temp, peak; ici or dcn: sent within a slice or
+    between slices), in MiB per device."""
     if field == "wire":
         return wire_mib(p)
+    if field in ("ici", "dcn"):
+        return network_mib(p, field)
     return p["memory"][MEMORY[field]] / MIB
+
+
+def floor_ms(p: dict, network: str) -> float:
+    """The least time a v5e chip needs to send its `network` bytes, in milliseconds."""
+    from docs_build import costmodel as cm
+
+    per_second = getattr(cm.V5E, network)
+    return cm.seconds(network_mib(p, network) * MIB, per_second) * 1e3
 
 
 def number(target: str, strategy: str, field: str = "wire") -> str:
     p = program(target.strip(), strategy.strip())
+    if field.endswith("-ms"):
+        return f"{floor_ms(p, field.removesuffix('-ms')):.2f} ms"
     return f"{mib(p, field):.1f} MiB"
 
 
@@ -198,6 +228,57 @@ def compare_table(named: str, data: dict | None = None) -> str:
     )
 
 
+def hybrid_table(data: dict | None = None) -> str:
+    """Programs over several slices: what each device sends within its slice and between."""
+    from docs_build import costmodel as cm
+
+    data = data or results()
+    m = data["model"]
+    model = cm.MLP(m["d"], m["hidden"], m["batch"])
+    hybrid = data["hybrid"]
+    lines = [
+        "| strategy | target | mesh | within a slice (ICI) | between slices (DCN) "
+        "| DCN, formula | sending takes at least: ICI / DCN |",
+        "|---|---|---|---|---|---:|---:|",
+    ]
+    for p in hybrid["programs"]:
+        cells = []
+        for network in ("ici", "dcn"):
+            counts: dict[tuple[str, int], int] = {}
+            for c in p["collectives"]:
+                if c["network"] == network:
+                    key = (c["kind"], c["group_size"])
+                    counts[key] = counts.get(key, 0) + c["runs"]
+            unit = "chips" if network == "ici" else "slices"
+            said = ", ".join(
+                f"{n} {kind} over {g} {unit}" for (kind, g), n in counts.items()
+            )
+            cells.append(f"**{network_mib(p, network):.1f} MiB**: {said}")
+        mesh = " \u00d7 ".join(f"{k} {v}" for k, v in p["mesh"].items())
+        formula = cm.dcn_bytes(p["mesh"], model) / MIB
+        lines.append(
+            f"| {p['strategy']} | {p['target']} | {mesh} | {cells[0]} | {cells[1]} "
+            f"| {formula:.1f} MiB | {floor_ms(p, 'ici'):.2f} / {floor_ms(p, 'dcn'):.2f} ms |"
+        )
+    v = data["versions"]
+    caption = (
+        f"{_model(data, ['FSDP'])}, over several TPU slices: the batch split over both mesh "
+        'axes; FSDP splits the weights over each slice\'s chips ("data") and keeps a copy per '
+        "slice. Bold: MiB sent per device per step by the ring model. libtpu compiles one "
+        "slice's program; what crosses between slices is a megascale host transfer, read as "
+        "a collective over the slices. DCN formula: 2(S \u2212 1)/S \u00b7 P/n for S slices "
+        f"of n chips (docs_build/costmodel.py). Times: the bytes over what one v5e chip can "
+        f"send, {cm.V5E.ici / 1e9:.0f} GB/s over ICI and {cm.V5E.dcn / 1e9:.3g} GB/s over "
+        f"DCN, from {cm.V5E.source}; a floor, not a measurement. Compiled by JAX "
+        f"{v['jax']} with libtpu {v['libtpu']}; nothing ran on a TPU."
+    )
+    rows = "\n".join(lines)
+    return (
+        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
+        f"<small>{caption}</small>\n\n</div>\n"
+    )
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -255,6 +336,8 @@ def fill(markdown: str) -> str:
         from docs_build.tpu import plot  # it draws from this module's results
 
         markdown = markdown.replace(plot.PLOT, plot.figure())
+    if HYBRID_TABLE in markdown:
+        markdown = markdown.replace(HYBRID_TABLE, hybrid_table())
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
     markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)

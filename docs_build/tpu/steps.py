@@ -177,6 +177,49 @@ def _two_d_shape(n: int) -> tuple[int, int]:
     return (n // MODEL_AXIS, MODEL_AXIS)
 
 
+# --8<-- [start:hybrid-mesh]
+def hybrid_mesh(devices: Sequence) -> Mesh:
+    """A ("slice", "data") mesh over the devices of several slices: "slice" crosses the
+    data-center network (DCN) between slices, "data" stays on each slice's own links (ICI).
+    `create_hybrid_device_mesh` reads each device's `slice_index` to lay it out."""
+    from jax.experimental import mesh_utils
+
+    slices = len({getattr(d, "slice_index", 0) for d in devices})
+    if slices < 2 or len(devices) % slices:
+        raise ValueError(
+            f"a hybrid mesh needs devices from 2 or more equal slices, got {len(devices)} "
+            f"devices from {slices}: compile for a topology with num_slices >= 2"
+        )
+    grid = mesh_utils.create_hybrid_device_mesh(
+        (1, len(devices) // slices), (slices, 1), list(devices)
+    )
+    return Mesh(grid, ("slice", "data"), axis_types=(AxisType.Auto,) * 2)
+
+
+# --8<-- [end:hybrid-mesh]
+
+
+def hybrid_step(devices: Sequence, page_strategy: str) -> Step:
+    """A choosing page strategy over several slices: the batch split over both axes, the
+    strategy's weight rules (which name "data") over each slice's chips only."""
+    _, _, rules, _ = strategies.STRATEGIES[page_strategy]
+    mesh = hybrid_mesh(devices)
+    args = abstract_training_state(mesh, rules, P(("slice", "data")))
+    return Step(
+        compile=lambda: costs.compile_step(*args)[0],
+        mesh=mesh,
+        source="snippets.training.choosing.costs.compile_step",
+    )
+
+
+# Over several slices: data parallelism across all chips, and FSDP within each slice with
+# the slices as data-parallel replicas of it (hybrid sharding, HSDP).
+HYBRID_STRATEGIES: dict[str, Callable[[Sequence], Step]] = {
+    "data parallel": lambda d: hybrid_step(d, "data parallel"),
+    "FSDP": lambda d: hybrid_step(d, "FSDP"),
+}
+
+
 # name: how to build it for a list of devices. Names are the choosing page's where the
 # step is the choosing page's.
 STRATEGIES: dict[str, Callable[[Sequence], Step]] = {

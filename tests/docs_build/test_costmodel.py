@@ -98,3 +98,17 @@ def test_taught_fsdp_sends_what_data_parallelism_sends():
 def test_bad_input_says_what_to_change(call, message):
     with pytest.raises(cm.CostModelError, match=re.escape(message)):
         call()
+
+
+def test_dcn_bytes_and_seconds_refuse_what_they_cannot_price():
+    model = cm.MLP(1024, 4096, 256)
+    with pytest.raises(cm.CostModelError, match="axes slice and data"):
+        cm.dcn_bytes({"data": 8}, model)
+    with pytest.raises(cm.CostModelError, match="does not split over 48"):
+        cm.dcn_bytes({"slice": 3, "data": 16}, model)
+    with pytest.raises(cm.CostModelError, match="positive bandwidth"):
+        cm.seconds(1.0, 0)
+    assert (
+        cm.dcn_bytes({"slice": 1, "data": 8}, model) == 0
+    )  # one slice: nothing crosses
+    assert cm.seconds(cm.V5E.dcn, cm.V5E.dcn) == 1.0

@@ -265,6 +265,46 @@ def test_tpu_fsdp_reduce_scatter_fusions_and_async_chains_count_once():
     assert loss_and_biases.shapes == ("f32[]", "f32[1024]", "f32[4096]")
 
 
+def test_tpu_multislice_dcn_transfers_are_collectives_over_the_slices():
+    """Data parallelism over 2 slices of v5e:2x4: the program is one slice's. Within it the
+    gradients are reduce-scattered and gathered again over its 8 chips; between slices,
+    each chip all-reduces its eighth through the megascale runtime's host sends."""
+    text = fixture("tpu_2_slices_v5e_2x4_dp_step.hlo")
+    assert "num_partitions=8" in text  # one slice's chips, not 16
+    assert text.count('_xla_megascale_transfer_type="ALL_REDUCE"') == 6  # send + recv
+    program = hlo.read(text)
+    assert program.unaccounted() == []
+    dcn = [c for c in program.collectives if c.network == "dcn"]
+    ici = [c for c in program.collectives if c.network is None]
+    assert {(c.kind, c.group_size) for c in ici} == {
+        ("reduce-scatter", 8),
+        ("all-gather", 8),
+        ("all-reduce", 8),
+    }
+    assert len(dcn) == 3 and all(c.name.startswith("send") for c in dcn)
+    assert {c.kind for c in dcn} == {"all-reduce"} and {c.group_size for c in dcn} == {
+        2
+    }
+    kernels = sorted(c.result_bytes for c in dcn)[1:]
+    # an eighth of each (1024, 4096) f32 kernel's gradient: f32[512,8,128]
+    assert kernels == [1024 * 4096 * 4 // 8] * 2
+    for c in dcn:
+        assert c.form == "megascale" and c.runs == 1
+        assert hlo.wire_bytes(c) == 2 * (2 - 1) / 2 * c.full_bytes
+    assert program.collectives[-1].as_record()["network"] == "dcn"
+
+
+def test_a_megascale_transfer_of_an_unknown_kind_raises():
+    text = fixture("tpu_2_slices_v5e_2x4_dp_step.hlo").replace(
+        '_xla_megascale_transfer_type="ALL_REDUCE"',
+        '_xla_megascale_transfer_type="BROADCAST"',
+    )
+    with pytest.raises(
+        hlo.HloParseError, match="unknown megascale transfer 'BROADCAST'"
+    ):
+        hlo.read(text)
+
+
 # ---------------------------------------------------------------- synthetic: GPU style
 
 # The CPU and TPU compilers of this stack never print all-gather-start or

@@ -196,3 +196,36 @@ def test_libtpu_noise_is_dropped_and_real_errors_are_not():
 def test_results_file_stays_small():
     assert driver.RESULTS.stat().st_size < 200_000
     assert "HloModule" not in driver.RESULTS.read_text()
+
+
+def test_a_hybrid_mesh_refuses_devices_of_one_slice(devices):
+    with pytest.raises(ValueError, match=r"2 or more equal slices.*num_slices >= 2"):
+        steps.hybrid_mesh(devices)
+
+
+@pytest.mark.parametrize("target", driver.HYBRID_TARGETS)
+def test_hybrid_programs_sum_within_a_slice_then_across(target):
+    """Over several slices each chip all-reduces only its share of the gradients across
+    slices (the DCN formula, within the cost model's tolerance); everything else stays on
+    the slice's own links."""
+    from docs_build import costmodel as cm
+
+    data = RESULTS
+    described = data["hybrid"]["targets"][target]
+    model = cm.MLP(data["model"]["d"], data["model"]["hidden"], data["model"]["batch"])
+    for strategy in steps.HYBRID_STRATEGIES:
+        p = next(
+            p
+            for p in data["hybrid"]["programs"]
+            if p["target"] == target and p["strategy"] == strategy
+        )
+        assert "error" not in p, p.get("error")
+        slices, chips = described["slices"], described["devices"] // described["slices"]
+        assert p["mesh"] == {"slice": slices, "data": chips}
+        dcn = [c for c in p["collectives"] if c["network"] == "dcn"]
+        ici = [c for c in p["collectives"] if c["network"] == "ici"]
+        assert dcn and ici and len(dcn) + len(ici) == len(p["collectives"])
+        assert {c["group_size"] for c in dcn} == {slices}
+        assert {c["group_size"] for c in ici} == {chips}
+        sent = sum(c["wire_bytes"] * c["runs"] for c in dcn)
+        assert sent == pytest.approx(cm.dcn_bytes(p["mesh"], model), rel=cm.TOLERANCE)

@@ -23,6 +23,7 @@ PAGES = {
     "two-d": (["2-D"], 2),
     "pipeline": (["pipeline"], 2),
     "choosing": ([], 6),
+    "multi-host": ([], 4),
 }
 
 
@@ -189,3 +190,21 @@ def test_a_pages_notebook_quotes_the_same_figures():
     content = notebooks.build(TRAINING / "data-parallel.md", "https://x/", "https://y/")
     assert "<!-- tpu" not in content
     assert pages.number("v5e:16x16", "data parallel") in content
+
+
+def test_multi_host_claims_about_slices():
+    target, strategy = "2 slices of v5e:2x4", "data parallel"
+    p = pages.program(target, strategy)
+    ici = {(c["kind"], c["network"]) for c in p["collectives"]}
+    # summed within the slice (reduce-scatter), across slices (DCN), gathered again
+    assert {
+        ("reduce-scatter", "ici"),
+        ("all-gather", "ici"),
+        ("all-reduce", "dcn"),
+    } <= ici
+    assert mib(target, strategy, "dcn") < mib(target, strategy, "ici") / 10  # "only"
+    assert pages.floor_ms(p, "dcn") > pages.floor_ms(p, "ici")  # "longer than"
+    text = (TRAINING / "multi-host.md").read_text(encoding="utf-8")
+    assert f"]({cm.V5E.url})" in text and pages.HYBRID_TABLE in text
+    assert "each host's network cards shared by its 8 chips" in text
+    assert cm.V5E.dcn == 2 * 100e9 / 8 / 8  # 2 x 100 Gbit/s NICs per host of 8 chips
