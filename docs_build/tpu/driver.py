@@ -188,6 +188,34 @@ def describe(
     }
 
 
+ROOT = HERE.parents[1]
+# The files whose text decides what results.json holds: the steps, the page code they
+# compile, the driver and the HLO reader. A test compares their digests with those the
+# results were made from, so an edit without `nox -s tpu` fails instead of going stale.
+INPUTS = (
+    "docs_build/hlo.py",
+    "docs_build/tpu/driver.py",
+    "docs_build/tpu/steps.py",
+    "snippets/models.py",
+    "snippets/training/choosing/costs.py",
+    "snippets/training/choosing/strategies.py",
+    "snippets/training/fsdp/step.py",
+    "snippets/training/pipeline/gpipe.py",
+)
+
+
+def inputs_digest() -> dict[str, str]:
+    """sha256 (first 16 hex digits) of each file in INPUTS, newlines normalised."""
+    import hashlib
+
+    return {
+        path: hashlib.sha256(
+            (ROOT / path).read_text(encoding="utf-8").replace("\r\n", "\n").encode()
+        ).hexdigest()[:16]
+        for path in INPUTS
+    }
+
+
 def versions() -> dict[str, str | None]:
     found = {"python": platform.python_version()}
     for name in ("jax", "jaxlib", "libtpu", "flax", "optax"):
@@ -258,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
         "versions": versions(),
+        "inputs": inputs_digest(),
         "model": {
             "name": "snippets.models.MLP",
             "d": steps.D,

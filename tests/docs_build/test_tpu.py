@@ -52,6 +52,17 @@ def test_made_with_the_pinned_jax_jaxlib_and_libtpu():
         )
 
 
+def test_results_were_made_from_the_code_as_it_is():
+    """An edit to a step, the page code it compiles, the driver or the reader, without
+    `nox -s tpu`, fails here rather than leaving the pages' TPU figures stale."""
+    now = driver.inputs_digest()
+    stale = sorted(p for p in now if RESULTS["inputs"].get(p) != now[p])
+    assert not stale, (
+        f"docs_build/tpu/results.json is older than {stale}: run `nox -s tpu` and commit "
+        "the result"
+    )
+
+
 def test_targets_are_what_they_say():
     targets = RESULTS["targets"]
     assert targets["cpu"] == {"devices": 8, "device_kind": "cpu", "platform": "cpu"}
