@@ -156,6 +156,35 @@ def state_bytes(strategy: str, mesh: dict[str, int], model: MLP) -> float:
     return 3 * held * F32 + model.batch_bytes / data
 
 
+# The temporaries of a step follow the compiler's buffer assignment, which a formula
+# predicts only where it is simple: see transient_bytes.
+TRANSIENT_TOLERANCE = 0.07
+TRANSIENT_SLACK = 1024  # bytes: the CPU keeps a few scalars in its temporaries
+
+
+def transient_bytes(
+    strategy: str, mesh: dict[str, int], model: MLP, backend: str
+) -> float | None:
+    """The temporaries of one step on one device, where a formula holds; None elsewhere.
+
+    - CPU, FSDP: both kernels gathered whole, and their whole gradients, in f32 (the CPU
+      all-reduces the full gradients before each device keeps its slice).
+    - CPU, data, tensor and 2-D parallelism: nothing (the update writes the outputs).
+    - TPU, data parallelism: the whole gradients, before the all-reduce sums them (the
+      compiled figure is up to TRANSIENT_TOLERANCE above: buffers XLA adds).
+    Everything else depends on how the TPU compiler schedules and fuses the step.
+    """
+    data, ways = _devices(strategy, mesh)
+    _check_divides(model, data, ways)
+    if backend not in ("cpu", "tpu"):
+        raise CostModelError(f"backend must be cpu or tpu, not {backend!r}")
+    if backend == "cpu":
+        if strategy == "FSDP":
+            return 2 * (2 * model.d * model.hidden) * F32
+        return 0.0 if strategy != "pipeline" else None
+    return model.params * F32 if strategy == "data parallel" else None
+
+
 def wire_bytes(
     strategy: str, mesh: dict[str, int], model: MLP, plan: Plan = TEXTBOOK
 ) -> float:

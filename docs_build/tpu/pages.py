@@ -291,8 +291,9 @@ def model_table(data: dict | None = None) -> str:
     model = cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
     lines = [
         "| strategy | target | state per device<br>formula / compiled | "
+        "temporaries<br>formula / compiled | "
         "sent per device per step<br>formula / compiled | the compiler's plan |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
     for strategy in STRATEGIES:
         for target in data["targets"]:
@@ -311,11 +312,20 @@ def model_table(data: dict | None = None) -> str:
             )
             said = plan.describe(strategy)
             said = f"**{said}**" if plan.departs(strategy) else said
-            lines.append(f"| {strategy} | {target} | {state} | {wire} | {said} |")
+            backend = "cpu" if target == "cpu" else "tpu"
+            formula = cm.transient_bytes(strategy, p["mesh"], model, backend)
+            temp = (
+                f"{'\u2014' if formula is None else f'{formula / MIB:.1f}'} / "
+                f"{p['memory']['temp_bytes'] / MIB:.1f} MiB"
+            )
+            lines.append(
+                f"| {strategy} | {target} | {state} | {temp} | {wire} | {said} |"
+            )
     caption = (
         "The cost model (docs_build/costmodel.py) against the compiled programs of the table "
         "above. State: parameters, Adam's two moments and the device's share of the batch, "
-        "against memory_analysis()'s argument bytes. Sent: the ring model under the plan the "
+        "against memory_analysis()'s argument bytes. Temporaries: memory_analysis()'s "
+        "temporary buffers, against a formula where one holds (\u2014: none does). Sent: the ring model under the plan the "
         "compiler chose, against the HLO reader. **Bold**: a plan other than the one the "
         "training pages teach (weights gathered in f32, gradients reduce-scattered; f32 "
         f"activations between stages). Every formula is within {cm.TOLERANCE:.1%} of its "

@@ -112,3 +112,30 @@ def test_dcn_bytes_and_seconds_refuse_what_they_cannot_price():
         cm.dcn_bytes({"slice": 1, "data": 8}, model) == 0
     )  # one slice: nothing crosses
     assert cm.seconds(cm.V5E.dcn, cm.V5E.dcn) == 1.0
+
+
+def test_temporaries_follow_their_formula_where_one_is_given():
+    """Every compiled program whose temporaries have a formula is within its tolerance; the
+    CPU's are exact to a few scalars. Where the formula gives none, say so (None)."""
+    data = pages.results()
+    m = data["model"]
+    model = cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
+    checked = 0
+    for p in data["programs"]:
+        if p["strategy"] not in cm.STRATEGIES:
+            continue
+        backend = "cpu" if p["target"] == "cpu" else "tpu"
+        formula = cm.transient_bytes(p["strategy"], p["mesh"], model, backend)
+        if formula is None:
+            continue
+        compiled = p["memory"]["temp_bytes"]
+        if backend == "cpu":
+            assert abs(compiled - formula) <= cm.TRANSIENT_SLACK, p["strategy"]
+        else:
+            assert formula <= compiled <= formula * (1 + cm.TRANSIENT_TOLERANCE)
+        checked += 1
+    assert (
+        checked == 4 + 4
+    )  # CPU: four strategies; TPU: data parallelism on four targets
+    with pytest.raises(cm.CostModelError, match="backend must be cpu or tpu"):
+        cm.transient_bytes("FSDP", {"data": 8}, model, "gpu")
