@@ -36,6 +36,8 @@ CPU_DEVICES = 8
 TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2", "v5e:8x8", "v5e:16x16")
 # Several slices joined by the data-center network: `N slices of TOPOLOGY`.
 HYBRID_TARGETS = ("2 slices of v5e:2x4", "4 slices of v5e:4x4")
+# The three approaches page's layer splits 32 inputs: 8-device targets only.
+APPROACH_TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2")
 HYBRID = re.compile(r"(\d+) slices of (\S+)")
 
 # What libtpu prints when it starts on a machine that is not a TPU VM. Only these lines
@@ -156,7 +158,12 @@ def describe(
     """Compile one strategy for one target and read the program."""
     from docs_build.tpu import steps
 
-    builders = steps.HYBRID_STRATEGIES if HYBRID.fullmatch(target) else steps.STRATEGIES
+    if strategy in steps.APPROACHES:
+        builders = steps.APPROACHES
+    elif HYBRID.fullmatch(target):
+        builders = steps.HYBRID_STRATEGIES
+    else:
+        builders = steps.STRATEGIES
     step = builders[strategy](devices)
     started = time.perf_counter()
     compiled = step.compile()
@@ -196,6 +203,7 @@ INPUTS = (
     "docs_build/hlo.py",
     "docs_build/tpu/driver.py",
     "docs_build/tpu/steps.py",
+    "snippets/concepts/three_approaches/layer.py",
     "snippets/models.py",
     "snippets/training/choosing/costs.py",
     "snippets/training/choosing/strategies.py",
@@ -281,7 +289,21 @@ def main(argv: list[str] | None = None) -> int:
                 }
             hybrid.append(row)
             print(_line(row), flush=True)
-    programs_all = programs + hybrid
+    approaches = []
+    for target in APPROACH_TARGETS:
+        devices = target_devices(target)
+        for approach in steps.APPROACHES:
+            try:
+                row = describe(target, approach, devices, args.save_hlo)
+            except Exception as err:  # recorded, and the tests fail on it
+                row = {
+                    "target": target,
+                    "strategy": approach,
+                    "error": f"{type(err).__name__}: {err}"[:2000],
+                }
+            approaches.append(row)
+            print(_line(row), flush=True)
+    programs_all = programs + hybrid + approaches
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
@@ -302,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         # Several slices joined by the data-center network; each collective says which
         # network it crosses ("network": "ici" within a slice, "dcn" between slices).
         "hybrid": {"targets": hybrid_targets, "programs": hybrid},
+        # The three approaches page's layer, written three ways ("strategy" names the way).
+        "approaches": {"targets": list(APPROACH_TARGETS), "programs": approaches},
     }
     args.out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     print(f"{len(programs_all)} programs in {result['seconds']} s -> {args.out}")

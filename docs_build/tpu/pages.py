@@ -8,6 +8,7 @@ A page writes a marker where generated evidence goes:
   (the training pages; `STRATEGY | STRATEGY` for two).
 - `<!-- tpu-model -->`: the cost model's formulas beside the compiled figures.
 - `<!-- tpu-hybrid -->`: programs over several slices, bytes within and between slices.
+- `<!-- tpu-approaches -->`: the three approaches page's layer on each 8-device target.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
@@ -34,6 +35,7 @@ NUMBER = re.compile(
     r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire|state|temp|peak|ici|dcn|ici-ms|dcn-ms) -->"
 )
 HYBRID_TABLE = "<!-- tpu-hybrid -->"
+APPROACHES_TABLE = "<!-- tpu-approaches -->"
 MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
@@ -279,6 +281,42 @@ def hybrid_table(data: dict | None = None) -> str:
     )
 
 
+def approaches_table(data: dict | None = None) -> str:
+    """The three approaches page's layer, each way of writing it, on each 8-device target."""
+    data = data or results()
+    group = data["approaches"]
+    targets = group["targets"]
+    by = {(p["target"], p["strategy"]): p for p in group["programs"]}
+    lines = [
+        "| written | " + " | ".join(targets) + " |",
+        "|---|" + "---|" * len(targets),
+    ]
+    for approach in dict.fromkeys(p["strategy"] for p in group["programs"]):
+        cells = []
+        for t in targets:
+            p = by[t, approach]
+            said = "; ".join(
+                f"{c['kind']} of {', '.join(c['shapes'])} over {c['group_size']} devices, "
+                f"{c['result_bytes']} B, {c['wire_bytes']:g} B sent"
+                for c in p["collectives"]
+            )
+            cells.append(said or "none")
+        lines.append(f"| {approach} | " + " | ".join(cells) + " |")
+    v = data["versions"]
+    caption = (
+        "The layer of this page (x of 32, W of 32 \u00d7 4, x and W's rows split over 8 "
+        "devices), compiled as written above, per device: each collective, the bytes of its "
+        "result and the bytes each device sends by the ring model. Compiled ahead of time by "
+        f"JAX {v['jax']} for the CPU backend and, with libtpu {v['libtpu']}, for each TPU "
+        "topology; nothing ran on a TPU."
+    )
+    rows = "\n".join(lines)
+    return (
+        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
+        f"<small>{caption}</small>\n\n</div>\n"
+    )
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -346,6 +384,8 @@ def fill(markdown: str) -> str:
         from docs_build.tpu import plot  # it draws from this module's results
 
         markdown = markdown.replace(plot.PLOT, plot.figure())
+    if APPROACHES_TABLE in markdown:
+        markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
     if HYBRID_TABLE in markdown:
         markdown = markdown.replace(HYBRID_TABLE, hybrid_table())
     if MODEL_TABLE in markdown:

@@ -27,6 +27,7 @@ from flax import nnx
 from jax import P
 from jax.sharding import AxisType, Mesh, NamedSharding
 
+from snippets.concepts.three_approaches.layer import dense
 from snippets.models import MLP
 from snippets.training.choosing import costs, strategies
 from snippets.training.fsdp.step import fsdp_step_for
@@ -229,4 +230,93 @@ STRATEGIES: dict[str, Callable[[Sequence], Step]] = {
     "tensor parallel": lambda d: choosing_page_step(d, "tensor parallel", (len(d),)),
     "2-D": lambda d: choosing_page_step(d, "2-D (2, 4)", _two_d_shape(len(d))),
     "pipeline": pipeline_step,
+}
+
+
+# The three approaches page: one dense layer (32 inputs, 4 outputs) with x and W's rows split
+# over "x", written three ways. Its 32 inputs split over 8 devices only.
+LAYER_INPUTS, LAYER_OUTPUTS = 32, 4
+
+
+def layer_args(mesh: Mesh) -> tuple[jax.ShapeDtypeStruct, ...]:
+    """The page's x, W and b as shapes, placed as its `place_layer` places them."""
+
+    def placed(shape, spec):
+        return jax.ShapeDtypeStruct(
+            shape, jnp.float32, sharding=NamedSharding(mesh, spec)
+        )
+
+    return (
+        placed((LAYER_INPUTS,), P("x")),
+        placed((LAYER_INPUTS, LAYER_OUTPUTS), P("x", None)),
+        placed((LAYER_OUTPUTS,), P()),
+    )
+
+
+def _layer_mesh(devices: Sequence, axis_type: AxisType) -> Mesh:
+    if LAYER_INPUTS % len(devices):
+        raise ValueError(
+            f"the layer's {LAYER_INPUTS} inputs do not split over {len(devices)} devices: "
+            f"compile it for a target whose device count divides {LAYER_INPUTS}"
+        )
+    return jax.make_mesh(
+        (len(devices),), ("x",), axis_types=(axis_type,), devices=list(devices)
+    )
+
+
+def automatic_step(devices: Sequence) -> Step:
+    """`jax.jit(dense)` on an Auto mesh, as the page's `run_automatic`."""
+    mesh = _layer_mesh(devices, AxisType.Auto)
+    return Step(
+        compile=lambda: jax.jit(dense).lower(*layer_args(mesh)).compile(),
+        mesh=mesh,
+        source="snippets.concepts.three_approaches.automatic.run_automatic",
+    )
+
+
+def explicit_step(devices: Sequence) -> Step:
+    """The page's `dense_explicit`: the matmul asks for a replicated result."""
+    mesh = _layer_mesh(devices, AxisType.Explicit)
+
+    @jax.jit
+    def dense_explicit(x, W, b):
+        return jax.nn.sigmoid(jnp.matmul(x, W, out_sharding=P()) + b)
+
+    def compile_it():
+        with jax.set_mesh(mesh):
+            return dense_explicit.lower(*layer_args(mesh)).compile()
+
+    return Step(
+        compile=compile_it,
+        mesh=mesh,
+        source="snippets.concepts.three_approaches.explicit.run_explicit",
+    )
+
+
+def manual_step(devices: Sequence) -> Step:
+    """The page's `dense_block` in `shard_map`: each device's partial product, psum'd."""
+    mesh = _layer_mesh(devices, AxisType.Explicit)
+
+    def dense_block(x, W, b):
+        return jax.nn.sigmoid(jax.lax.psum(x @ W, "x") + b)
+
+    manual_layer = jax.jit(
+        jax.shard_map(
+            dense_block,
+            mesh=mesh,
+            in_specs=(P("x"), P("x", None), P()),
+            out_specs=P(),
+        )
+    )
+    return Step(
+        compile=lambda: manual_layer.lower(*layer_args(mesh)).compile(),
+        mesh=mesh,
+        source="snippets.concepts.three_approaches.manual.run_manual",
+    )
+
+
+APPROACHES: dict[str, Callable[[Sequence], Step]] = {
+    "automatic": automatic_step,
+    "explicit": explicit_step,
+    "manual": manual_step,
 }

@@ -240,3 +240,46 @@ def test_hybrid_programs_sum_within_a_slice_then_across(target):
         assert {c["group_size"] for c in ici} == {chips}
         sent = sum(c["wire_bytes"] * c["runs"] for c in dcn)
         assert sent == pytest.approx(cm.dcn_bytes(p["mesh"], model), rel=cm.TOLERANCE)
+
+
+def test_the_three_approaches_compile_as_the_pages_own(devices, capsys):
+    """The steps rebuilt from shapes compile to the collectives of the page's programs."""
+    from snippets.concepts.three_approaches import automatic, explicit, layer, manual
+
+    x, W, b, reference = layer.make_data()
+    _, *auto_args = automatic.place_on_auto_mesh(x, W, b)
+    mesh, *args = explicit.place_on_explicit_mesh(x, W, b)
+    page = {
+        "automatic": automatic.run_automatic(*auto_args, reference)[1],
+        "explicit": explicit.run_explicit(mesh, *args, reference)[1],
+        "manual": manual.run_manual(mesh, *args, reference)[1],
+    }
+    capsys.readouterr()
+    for approach, compiled in page.items():
+        ours = steps.APPROACHES[approach](devices).compile()
+        shown = [
+            (c.kind, c.shapes, c.group_size)
+            for c in hlo.read(compiled.as_text()).collectives
+        ]
+        rebuilt = [
+            (c.kind, c.shapes, c.group_size)
+            for c in hlo.read(ours.as_text()).collectives
+        ]
+        assert shown == rebuilt == [("all-reduce", ("f32[4]",), 8)], approach
+
+
+def test_every_approach_compiles_to_one_all_reduce_on_every_target():
+    group = RESULTS["approaches"]
+    assert group["targets"] == list(driver.APPROACH_TARGETS)
+    assert len(group["programs"]) == len(driver.APPROACH_TARGETS) * len(
+        steps.APPROACHES
+    )
+    for p in group["programs"]:
+        assert "error" not in p, p.get("error")
+        found = [(c["kind"], c["shapes"], c["group_size"]) for c in p["collectives"]]
+        assert found == [("all-reduce", ["f32[4]"], 8)], (p["target"], p["strategy"])
+
+
+def test_the_layer_refuses_a_device_count_that_does_not_split_it():
+    with pytest.raises(ValueError, match=r"32 inputs do not split over 64 devices"):
+        steps.automatic_step([object()] * 64)

@@ -134,3 +134,21 @@ def test_the_scaling_pages_formula_prose_matches_the_model():
     assert cm.wire_bytes("FSDP", {"data": 8}, model) == cm.wire_bytes(
         "data parallel", {"data": 8}, model
     )
+
+
+def test_the_three_approaches_page_shows_every_target():
+    text = (ROOT / "docs" / "concepts" / "three-approaches.md").read_text(
+        encoding="utf-8"
+    )
+    assert (
+        pages.APPROACHES_TABLE in text
+        and "The same single all-reduce on every target" in text
+    )
+    table = pages.fill(pages.APPROACHES_TABLE)
+    rows = [
+        line
+        for line in table.splitlines()
+        if line.startswith("| ") and "B sent" in line
+    ]
+    assert len(rows) == 3
+    assert all(row.count("all-reduce of f32[4] over 8 devices") == 3 for row in rows)
