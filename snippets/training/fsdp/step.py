@@ -89,8 +89,9 @@ def data_parallel_for_comparison(replicated, replicated_optimizer, data: list):
 def memory_during_step(compiled, data_parallel) -> dict[str, tuple[int, int]]:
     # --8<-- [start:memory-during-step]
     memory = {}
+    print(f"Bytes per device, {jax.default_backend()} backend")
     for name, program in [("FSDP", compiled), ("data parallel", data_parallel)]:
-        report = program.memory_analysis()  # per device, for the CPU backend
+        report = program.memory_analysis()  # per device
         memory[name] = (report.argument_size_in_bytes, report.temp_size_in_bytes)
         print(
             f"{name:<14} arguments {memory[name][0]:>7,}  temporary {memory[name][1]:>7,}"

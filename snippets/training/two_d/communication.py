@@ -122,6 +122,7 @@ def all_reduce_bytes(n_data, n_model, batch):
 # --8<-- [start:memory-table]
 def memory_table(runs) -> None:
     row = "{:<5}  {:>13}  {:>7}  {:>14}  {:>7}".format
+    print(f"Bytes per device, {jax.default_backend()} backend")
     print(row("mesh", "params/device", "formula", "step arguments", "formula"))
     for (n_data, n_model), (model, _, data, compiled) in runs.items():
         params = jax.tree.leaves(nnx.state(model, nnx.Param))
@@ -145,6 +146,9 @@ def memory_table(runs) -> None:
 # --8<-- [start:communication-table]
 def communication_table(runs) -> None:
     row = "{:<5}  {:>5}  {:<13}  {:>5}  {:>7}".format
+    print(
+        f"Collectives per step and their result bytes, {jax.default_backend()} backend"
+    )
     print(row("mesh", "batch", "collectives", "bytes", "formula"))
     for (n_data, n_model), (_, _, data, compiled) in runs.items():
         found = collective_bytes(compiled)

@@ -130,7 +130,8 @@ def test_fsdp_keeps_less_but_holds_the_whole_model_during_the_step(
     (fsdp_args, fsdp_temp), (dp_args, dp_temp) = memory["FSDP"], memory["data parallel"]
     assert fsdp_args < dp_args / 4  # slices of weights and Adam's state
     assert fsdp_temp > weights > dp_temp  # the gathered weights and their gradients
-    lines = capsys.readouterr().out.splitlines()
+    title, *lines = capsys.readouterr().out.splitlines()
+    assert title == "Bytes per device, cpu backend"
     assert (
         lines[0]
         == f"FSDP           arguments {fsdp_args:>7,}  temporary {fsdp_temp:>7,}"

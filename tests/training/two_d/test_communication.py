@@ -117,6 +117,11 @@ def test_measured_memory_and_traffic_equal_the_formulas(runs):
 def test_the_printed_tables(runs, capsys):
     communication.tables(runs[0])
     memory, traffic = capsys.readouterr().out.split("\n\n")
+    assert memory.splitlines()[0] == "Bytes per device, cpu backend"
+    assert traffic.splitlines()[0] == (
+        "Collectives per step and their result bytes, cpu backend"
+    )
+    memory, traffic = (text.split("\n", 1)[1] for text in (memory, traffic))
     assert table(memory) == [
         ["mesh", "params/device", "formula", "step arguments", "formula"],
         ["8 x 1", "21024", "21024", "64360", "64360"],
@@ -144,7 +149,7 @@ def test_with_a_bigger_batch_the_mixed_mesh_moves_least(big):
     }
     assert min(totals, key=totals.get) == (4, 2)
     assert max(totals, key=totals.get) == (1, 8)
-    assert table(out)[1:] == [
+    assert table(out)[2:] == [
         ["8 x 1", "1024", "1 all-reduce", "21028", "21028"],
         ["4 x 2", "1024", "2 all-reduce", "18724", "18724"],
         ["2 x 4", "1024", "2 all-reduce", "21668", "21668"],
