@@ -259,17 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             "device_kind": devices[0].device_kind,
             "platform": devices[0].platform,
         }
-        for strategy in args.strategies:
-            try:
-                row = describe(target, strategy, devices, args.save_hlo)
-            except Exception as err:  # recorded, and the tests fail on it
-                row = {
-                    "target": target,
-                    "strategy": strategy,
-                    "error": f"{type(err).__name__}: {err}"[:2000],
-                }
-            programs.append(row)
-            print(_line(row), flush=True)
+        programs += _describe_all(target, devices, args.strategies, args.save_hlo)
     hybrid, hybrid_targets = [], {}
     for target in args.hybrid_targets:
         devices = target_devices(target)
@@ -278,31 +268,11 @@ def main(argv: list[str] | None = None) -> int:
             "slices": len({d.slice_index for d in devices}),
             "device_kind": devices[0].device_kind,
         }
-        for strategy in steps.HYBRID_STRATEGIES:
-            try:
-                row = describe(target, strategy, devices, args.save_hlo)
-            except Exception as err:  # recorded, and the tests fail on it
-                row = {
-                    "target": target,
-                    "strategy": strategy,
-                    "error": f"{type(err).__name__}: {err}"[:2000],
-                }
-            hybrid.append(row)
-            print(_line(row), flush=True)
+        hybrid += _describe_all(target, devices, steps.HYBRID_STRATEGIES, args.save_hlo)
     approaches = []
     for target in APPROACH_TARGETS:
         devices = target_devices(target)
-        for approach in steps.APPROACHES:
-            try:
-                row = describe(target, approach, devices, args.save_hlo)
-            except Exception as err:  # recorded, and the tests fail on it
-                row = {
-                    "target": target,
-                    "strategy": approach,
-                    "error": f"{type(err).__name__}: {err}"[:2000],
-                }
-            approaches.append(row)
-            print(_line(row), flush=True)
+        approaches += _describe_all(target, devices, steps.APPROACHES, args.save_hlo)
     programs_all = programs + hybrid + approaches
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
@@ -330,6 +300,24 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     print(f"{len(programs_all)} programs in {result['seconds']} s -> {args.out}")
     return 1 if any("error" in p for p in programs_all) else 0
+
+
+def _describe_all(target, devices, names, save_hlo) -> list[dict]:
+    """`describe` each named step for one target; a failure is recorded, not raised (the
+    tests fail on it), so one bad step does not hide what the others say."""
+    rows = []
+    for name in names:
+        try:
+            row = describe(target, name, devices, save_hlo)
+        except Exception as err:
+            row = {
+                "target": target,
+                "strategy": name,
+                "error": f"{type(err).__name__}: {err}"[:2000],
+            }
+        rows.append(row)
+        print(_line(row), flush=True)
+    return rows
 
 
 def _line(row: dict) -> str:

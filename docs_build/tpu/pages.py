@@ -153,6 +153,16 @@ def _model(data: dict, strategies=STRATEGIES) -> str:
     return "; ".join(said)
 
 
+def _boxed(lines: list[str], caption: str) -> str:
+    """A generated table and its caption, kept out of the search index (the prose names
+    what it shows)."""
+    rows = "\n".join(lines)
+    return (
+        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
+        f"<small>{caption}</small>\n\n</div>\n"
+    )
+
+
 def table(data: dict | None = None, named: str | None = None) -> str:
     data = data or results()
     targets = _targets(data, named)
@@ -174,11 +184,7 @@ def table(data: dict | None = None, named: str | None = None) -> str:
         f"data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data)}"
     )
     # Data, out of the search index like every generated output: the prose names it.
-    rows = "\n".join(lines)
-    return (
-        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
-    )
+    return _boxed(lines, caption)
 
 
 def compare_table(named: str, data: dict | None = None) -> str:
@@ -223,11 +229,7 @@ def compare_table(named: str, data: dict | None = None) -> str:
         "memory_analysis(). The CPU backend's peak figure reads below its own temporaries, "
         f"so it is not shown. {_where(data)}"
     )
-    rows = "\n".join(lines)
-    return (
-        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
-    )
+    return _boxed(lines, caption)
 
 
 def hybrid_table(data: dict | None = None) -> str:
@@ -274,11 +276,7 @@ def hybrid_table(data: dict | None = None) -> str:
         f"DCN, from {cm.V5E.source}; a floor, not a measurement. Compiled by JAX "
         f"{v['jax']} with libtpu {v['libtpu']}; nothing ran on a TPU."
     )
-    rows = "\n".join(lines)
-    return (
-        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
-    )
+    return _boxed(lines, caption)
 
 
 def approaches_table(data: dict | None = None) -> str:
@@ -310,11 +308,7 @@ def approaches_table(data: dict | None = None) -> str:
         f"JAX {v['jax']} for the CPU backend and, with libtpu {v['libtpu']}, for each TPU "
         "topology; nothing ran on a TPU."
     )
-    rows = "\n".join(lines)
-    return (
-        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
-    )
+    return _boxed(lines, caption)
 
 
 MODEL_TABLE = "<!-- tpu-model -->"
@@ -369,11 +363,7 @@ def model_table(data: dict | None = None) -> str:
         f"activations between stages). Every formula is within {cm.TOLERANCE:.1%} of its "
         "compiled figure (tests/docs_build/test_costmodel.py)."
     )
-    rows = "\n".join(lines)
-    return (
-        f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
-    )
+    return _boxed(lines, caption)
 
 
 def fill(markdown: str) -> str:
