@@ -26,6 +26,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from docs_build import costmodel as cm
 from docs_build.tpu.driver import RESULTS, TARGETS
 
 TABLE = "<!-- tpu-costs -->"
@@ -101,8 +102,6 @@ def mib(p: dict, field: str) -> float:
 
 def floor_ms(p: dict, network: str) -> float:
     """The least time a v5e chip needs to send its `network` bytes, in milliseconds."""
-    from docs_build import costmodel as cm
-
     per_second = getattr(cm.V5E, network)
     return cm.seconds(network_mib(p, network) * MIB, per_second) * 1e3
 
@@ -234,8 +233,6 @@ def compare_table(named: str, data: dict | None = None) -> str:
 
 def hybrid_table(data: dict | None = None) -> str:
     """Programs over several slices: what each device sends within its slice and between."""
-    from docs_build import costmodel as cm
-
     data = data or results()
     m = data["model"]
     model = cm.MLP(m["d"], m["hidden"], m["batch"])
@@ -316,8 +313,6 @@ MODEL_TABLE = "<!-- tpu-model -->"
 
 def model_table(data: dict | None = None) -> str:
     """Formula against compiled program, per strategy and target: state and wire bytes."""
-    from docs_build import costmodel as cm
-
     data = data or results()
     m = data["model"]
     model = cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
@@ -386,7 +381,5 @@ def fill(markdown: str) -> str:
 
 def params_mib(data: dict | None = None) -> float:
     """The compiled MLP's parameters, in MiB (f32)."""
-    from docs_build import costmodel as cm
-
     m = (data or results())["model"]
     return cm.MLP(m["d"], m["hidden"], m["batch"]).params * cm.F32 / MIB
