@@ -94,9 +94,16 @@ def _scale(lo: float, hi: float) -> tuple[int, int]:
     return math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
 
-def _marker(shape: int, x: float, y: float, colour: str, value: float) -> str:
+def _marker(
+    shape: int, x: float, y: float, colour: str, value: float | None = None
+) -> str:
+    """A series' marker; `value`, where given, is the point's MiB (tests read it)."""
     a = 4.5
-    data = f'data-mib="{value:.4f}" fill="{colour}"'
+    data = (
+        f'fill="{colour}"'
+        if value is None
+        else f'data-mib="{value:.4f}" fill="{colour}"'
+    )
     if shape == 0:
         return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{a}" {data}/>'
     if shape == 1:
@@ -207,9 +214,7 @@ def svg(data: dict | None = None) -> str:
         parts.append(
             f'<line x1="{x}" x2="{x + 26}" y1="{legend_y}" y2="{legend_y}" '
             f'stroke="{colour}" stroke-width="2"/>'
-            + _marker(shape, x + 13, legend_y, colour, 0).replace(
-                ' data-mib="0.0000"', ""
-            )
+            + _marker(shape, x + 13, legend_y, colour)
             + f'<text x="{x + 32}" y="{legend_y + 4}">{html.escape(strategy)}</text>'
         )
         x += 132
