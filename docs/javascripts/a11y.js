@@ -2,15 +2,11 @@
 // the search dialog, for the numbered markers of code annotations (their number is drawn by
 // CSS, which screen readers do not read), for table-of-contents links to headings that are
 // only code, for the expand toggles of sections with an index page and for the button bar of
-// each code block; keyboard access to notebook cells, outputs and tables that scroll sideways. Markers
-// and button bars are created after load, so new ones are named as they appear.
+// each code block; keyboard access to tables that scroll sideways. (Notebook pages use the guide
+// pages' code and output blocks, which need nothing here.) Markers and button bars are created
+// after load, so new ones are named as they appear.
 let codeBars = 0;
 function nameUnnamed() {
-  for (const cell of document.querySelectorAll(
-    ".highlight-ipynb:not([tabindex]), .jupyter-wrapper pre:not([tabindex])",
-  )) {
-    cell.setAttribute("tabindex", "0");
-  }
   // A table wider than the page scrolls sideways in its wrapper: reachable by keyboard too.
   for (const wrap of document.querySelectorAll(".md-typeset__scrollwrap:not([tabindex])")) {
     if (wrap.scrollWidth <= wrap.clientWidth) continue;
