@@ -5,7 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = ROOT / "snippets"
-SECTIONS = ("basics", "concepts", "training", "guides")
+SECTIONS = ("basics", "concepts", "training", "advanced", "guides")
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,1 @@
+"""The code of the "Beyond the basics" pages (docs/advanced/)."""

@@ -1,0 +1,1 @@
+"""Manual control, fully: partial-manual shard_map, varying types, a collective matmul."""
