@@ -895,3 +895,79 @@ def summarize(collectives: Iterable[Collective | dict]) -> dict[str, dict]:
         row["result_bytes"] += runs * get("result_bytes")
         row["wire_bytes"] += runs * wire_bytes(c)
     return {k: out[k] for k in KINDS if k in out}
+
+
+# ---------------------------------------------------------------- what runs during a collective
+
+_MATMULS = ("dot", "convolution")
+_SCHEDULED = re.compile(r"^HloModule\s+\S+,.*\bis_scheduled=true\b", re.M)
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """An asynchronous collective and the matmuls scheduled while it is in flight."""
+
+    kind: str  # one of KINDS
+    start: str  # its `-start` instruction
+    done: str  # its `-done` instruction
+    computation: str
+    matmuls: int  # instructions between start and done that multiply matrices
+
+
+def in_flight(text: str) -> list[InFlight]:
+    """Each `*-start` / `*-done` pair of a scheduled program, with the matmuls between them.
+
+    A scheduled module (`is_scheduled=true`, what `compiled.as_text()` prints) lists each
+    computation's instructions in the order they run, so what sits between a collective's
+    start and its done is the work the device can do while the data travels. A matmul is a
+    `dot` or `convolution`, or a fusion whose computation holds one. A program with only
+    synchronous collectives has no pairs: nothing runs beside them.
+    """
+    if not _SCHEDULED.search(text):
+        raise HloParseError(
+            "the program is not scheduled (no `is_scheduled=true`): read the text of a "
+            "compiled program, `compiled.as_text()`, not of a lowered one"
+        )
+    module = parse(text)
+    found = []
+    for comp in module.computations.values():
+        order = list(comp.instructions.values())
+        for i, inst in enumerate(order):
+            if not inst.opcode.endswith("-start") or inst.opcode[:-6] not in KINDS:
+                continue
+            done = next(
+                (
+                    j
+                    for j in range(i + 1, len(order))
+                    if order[j].opcode == inst.opcode[:-6] + "-done"
+                    and inst.name in order[j].operands
+                ),
+                None,
+            )
+            if done is None:
+                raise HloParseError(f"{inst.name} has no -done in {comp.name}")
+            found.append(
+                InFlight(
+                    kind=inst.opcode[:-6],
+                    start=inst.name,
+                    done=order[done].name,
+                    computation=comp.name,
+                    matmuls=sum(
+                        _multiplies(module, x, set()) for x in order[i + 1 : done]
+                    ),
+                )
+            )
+    return found
+
+
+def _multiplies(module: Module, inst: Instruction, seen: set[str]) -> bool:
+    if inst.opcode in _MATMULS:
+        return True
+    for name in inst.called("calls"):
+        comp = module.computations.get(name)
+        if comp is None or name in seen:
+            continue
+        seen.add(name)
+        if any(_multiplies(module, i, seen) for i in comp.instructions.values()):
+            return True
+    return False

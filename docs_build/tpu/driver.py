@@ -38,6 +38,8 @@ TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2", "v5e:8x8", "v5e:16x16")
 HYBRID_TARGETS = ("2 slices of v5e:2x4", "4 slices of v5e:4x4")
 # The three approaches page's layer splits 32 inputs: 8-device targets only.
 APPROACH_TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2")
+# The advanced pages' programs: the CPU the pages run on, and the two 8-chip TPU slices.
+ADVANCED_TARGETS = APPROACH_TARGETS
 HYBRID = re.compile(r"(\d+) slices of (\S+)")
 
 # What libtpu prints when it starts on a machine that is not a TPU VM. Only these lines
@@ -156,10 +158,12 @@ def describe(
     target: str, strategy: str, devices: list, save_hlo: Path | None = None
 ) -> dict:
     """Compile one strategy for one target and read the program."""
-    from docs_build.tpu import steps
+    from docs_build.tpu import advanced, steps
 
     if strategy in steps.APPROACHES:
         builders = steps.APPROACHES
+    elif strategy in advanced.PROGRAMS:
+        builders = advanced.PROGRAMS
     elif HYBRID.fullmatch(target):
         builders = steps.HYBRID_STRATEGIES
     else:
@@ -192,10 +196,23 @@ def describe(
         "cost": cost(compiled),
         "collectives": records,
         "summary": hlo.summarize(records),
+        # Each asynchronous collective, with the matmuls scheduled while it is in flight.
+        "in_flight": [
+            {"kind": f.kind, "start": f.start, "matmuls": f.matmuls}
+            for f in hlo.in_flight(text)
+        ],
     }
 
 
 ROOT = HERE.parents[1]
+
+
+def _advanced_sources() -> tuple[str, ...]:
+    from docs_build.tpu import advanced
+
+    return advanced.SOURCES
+
+
 # The files whose text decides what results.json holds: the steps, the page code they
 # compile, the driver and the HLO reader. A test compares their digests with those the
 # results were made from, so an edit without `nox -s tpu` fails instead of going stale.
@@ -209,6 +226,8 @@ INPUTS = (
     "snippets/training/choosing/strategies.py",
     "snippets/training/fsdp/step.py",
     "snippets/training/pipeline/gpipe.py",
+    "docs_build/tpu/advanced.py",
+    *_advanced_sources(),
 )
 
 
@@ -273,7 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     for target in APPROACH_TARGETS:
         devices = target_devices(target)
         approaches += _describe_all(target, devices, steps.APPROACHES, args.save_hlo)
-    programs_all = programs + hybrid + approaches
+    from docs_build.tpu import advanced
+
+    beyond = []
+    for target in ADVANCED_TARGETS:
+        devices = target_devices(target)
+        beyond += _describe_all(target, devices, advanced.PROGRAMS, args.save_hlo)
+    programs_all = programs + hybrid + approaches + beyond
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
@@ -296,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         "hybrid": {"targets": hybrid_targets, "programs": hybrid},
         # The three approaches page's layer, written three ways ("strategy" names the way).
         "approaches": {"targets": list(APPROACH_TARGETS), "programs": approaches},
+        # The "Beyond the basics" pages' programs (docs_build/tpu/advanced.py).
+        "advanced": {"targets": list(ADVANCED_TARGETS), "programs": beyond},
     }
     args.out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     print(f"{len(programs_all)} programs in {result['seconds']} s -> {args.out}")

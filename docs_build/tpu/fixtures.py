@@ -4,8 +4,9 @@
 
 Each fixture is a real program compiled here, one per spelling or feature the reader must
 handle, trimmed to stay small: the debug tables (FileNames ... StackFrames) and every
-`metadata={...}` are dropped, and so are computations that hold no collective and are
-neither a loop's body or condition nor called from one. Nothing else is edited. The tests
+`metadata={...}` are dropped, and so are computations that hold no collective and no
+matmul (what `hlo.in_flight` looks for) and are neither a loop's body or condition nor
+called from one. Nothing else is edited. The tests
 state what each fixture holds, worked out by hand, not by this reader.
 """
 
@@ -30,6 +31,7 @@ COLLECTIVE = re.compile(
     r"\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
     r"(-start)?\(|AsyncCollective"
 )
+MATMUL = re.compile(r"\s(dot|convolution)\(")
 
 
 def trim(text: str) -> str:
@@ -59,7 +61,7 @@ def trim(text: str) -> str:
             name is None
             or name in keep
             or body[0].startswith("ENTRY")
-            or any(COLLECTIVE.search(line) for line in body)
+            or any(COLLECTIVE.search(line) or MATMUL.search(line) for line in body)
         ):
             out.extend(body)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
@@ -221,6 +223,43 @@ def tpu_multislice_step(topology: str = "2 slices of v5e:2x4") -> str:
     return steps.HYBRID_STRATEGIES["data parallel"](devices).compile().as_text()
 
 
+def tpu_ring_matmul(topology: str = "v5e:2x4") -> str:
+    """x @ w with x's row blocks passed round a ring of ppermutes, one matmul per stop:
+    asynchronous permutes, and fusions holding matmuls scheduled between some of them."""
+    devices = tpu_devices(topology)
+    mesh = Mesh(np.array(devices), ("x",))
+    n = len(devices)
+
+    def f(x, w):
+        me = jax.lax.axis_index("x")
+        rows = x.shape[0]
+        out = jax.lax.pcast(
+            jnp.zeros((rows * n, w.shape[1]), x.dtype), "x", to="varying"
+        )
+        held = x
+        for hop in range(n):
+            product = held @ w
+            out = jax.lax.dynamic_update_slice_in_dim(
+                out, product, ((me - hop) % n) * rows, 0
+            )
+            if hop < n - 1:
+                held = jax.lax.ppermute(held, "x", [(i, (i + 1) % n) for i in range(n)])
+        return out
+
+    mapped = jax.jit(
+        jax.shard_map(
+            f, mesh=mesh, in_specs=(P("x", None), P(None, "x")), out_specs=P(None, "x")
+        )
+    )
+    args = [
+        jax.ShapeDtypeStruct(
+            (4096, 4096), jnp.bfloat16, sharding=NamedSharding(mesh, s)
+        )
+        for s in (P("x", None), P(None, "x"))
+    ]
+    return mapped.lower(*args).compile().as_text()
+
+
 FIXTURE_PROGRAMS = {
     "cpu_shard_map.hlo": (cpu_shard_map, None),
     "cpu_loops.hlo": (cpu_loops, None),
@@ -232,6 +271,7 @@ FIXTURE_PROGRAMS = {
     "tpu_v5e_2x4_iota.hlo": (tpu_iota, None),
     "tpu_v5e_2x4_fsdp_step.hlo": (tpu_fsdp_step, None),
     "tpu_2_slices_v5e_2x4_dp_step.hlo": (tpu_multislice_step, None),
+    "tpu_v5e_2x4_ring_matmul.hlo": (tpu_ring_matmul, None),
 }
 
 

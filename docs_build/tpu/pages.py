@@ -9,6 +9,9 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-model -->`: the cost model's formulas beside the compiled figures.
 - `<!-- tpu-hybrid -->`: programs over several slices, bytes within and between slices.
 - `<!-- tpu-approaches -->`: the three approaches page's layer on each 8-device target.
+- `<!-- tpu-programs: NAME | NAME -->`: programs of the "Beyond the basics" pages
+  (docs_build/tpu/advanced.py) on each 8-device target: collectives, bytes sent, and the
+  matmuls scheduled while each asynchronous collective is in flight.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
@@ -37,6 +40,7 @@ NUMBER = re.compile(
 )
 HYBRID_TABLE = "<!-- tpu-hybrid -->"
 APPROACHES_TABLE = "<!-- tpu-approaches -->"
+PROGRAMS_TABLE = re.compile(r"<!-- tpu-programs: ([^>]+?) -->")
 MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
@@ -308,6 +312,68 @@ def approaches_table(data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def advanced_program(target: str, name: str, data: dict | None = None) -> dict:
+    data = data or results()
+    for p in data["advanced"]["programs"]:
+        if p["target"] == target and p["strategy"] == name:
+            return p
+    raise TpuPagesError(
+        f"no compiled program {name!r} for {target!r} in {RESULTS.name}: add it to "
+        "docs_build/tpu/advanced.py and run `nox -s tpu`."
+    )
+
+
+def _kinds(p: dict) -> str:
+    """`7 collective-permute (async), 1 all-gather`: each kind, and how it runs."""
+    parts = []
+    for kind, s in p["summary"].items():
+        mine = [c for c in p["collectives"] if c["kind"] == kind]
+        how = (
+            "async" if {c["form"] for c in mine} & {"async", "async-fusion"} else "sync"
+        )
+        dtypes = "/".join(sorted({c["dtype"] for c in mine}))
+        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
+        parts.append(f"{s['count']} {kind}{runs}, {dtypes}, {how}")
+    return "; ".join(parts) or "none"
+
+
+def _overlap(p: dict) -> str:
+    if not p["in_flight"]:
+        return "no asynchronous collective"
+    counts = [f["matmuls"] for f in p["in_flight"]]
+    return f"{sum(1 for c in counts if c)} of {len(counts)}: " + ", ".join(
+        str(c) for c in counts
+    )
+
+
+def programs_table(names: str, data: dict | None = None) -> str:
+    """Programs of the advanced pages, each on each target of their group."""
+    data = data or results()
+    group = data["advanced"]
+    wanted = [n.strip() for n in names.split("|")]
+    lines = [
+        "| program | target | collectives | sent per device | "
+        "matmuls during each async collective |",
+        "|---|---|---|---|---|",
+    ]
+    for name in wanted:
+        for target in group["targets"]:
+            p = advanced_program(target, name, data)
+            lines.append(
+                f"| {name} | {target} | {_kinds(p)} | {wire_mib(p):.1f} MiB | "
+                f"{_overlap(p)} |"
+            )
+    caption = (
+        "Per device, per call. Sent: by the ring model, over every collective. The last "
+        "column lists, for each asynchronous collective in the order the compiled program "
+        "starts them, how many matrix multiplications the compiler scheduled between its "
+        "start and its done (work the chip can do while the data travels; "
+        f"docs_build/hlo.py's `in_flight`). {_where(data)} Sizes: "
+        "docs_build/tpu/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -371,6 +437,7 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(plot.PLOT, plot.figure())
     if APPROACHES_TABLE in markdown:
         markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
+    markdown = PROGRAMS_TABLE.sub(lambda m: programs_table(m.group(1)), markdown)
     if HYBRID_TABLE in markdown:
         markdown = markdown.replace(HYBRID_TABLE, hybrid_table())
     if MODEL_TABLE in markdown:

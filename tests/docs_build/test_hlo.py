@@ -517,3 +517,30 @@ def test_live_collective_in_a_cond_branch_says_unknown(auto_mesh):
     assert " conditional(" in text
     (c,) = hlo.read(text).collectives
     assert c.trip_counts == (None,) and c.runs is None  # once, or not at all
+
+
+# ---------------------------------------------------------------- what runs during a collective
+
+
+def test_in_flight_counts_the_matmuls_libtpu_scheduled_inside_each_permute():
+    """The fixture's ring: 7 async permutes on v5e:2x4. Read by hand from its ENTRY: the
+    first five start and finish back to back; the fusions holding the 8 matmuls come after,
+    3 of them between start.5 and done.5, 4 between start.6 and done.6, the last after."""
+    pairs = hlo.in_flight(fixture("tpu_v5e_2x4_ring_matmul.hlo"))
+    assert [p.kind for p in pairs] == ["collective-permute"] * 7
+    assert [p.matmuls for p in pairs] == [0, 0, 0, 0, 0, 3, 4]
+    assert pairs[5].start == "collective-permute-start.5"
+    assert pairs[5].done == "collective-permute-done.5"
+
+
+def test_in_flight_finds_no_pairs_where_collectives_are_synchronous():
+    assert hlo.in_flight(fixture("cpu_shard_map.hlo")) == []
+
+
+def test_in_flight_refuses_a_program_that_is_not_scheduled():
+    mesh = Mesh(np.array(jax.devices()[:8]), ("x",))
+    lowered = jax.jit(lambda x: x * 2).lower(
+        jax.ShapeDtypeStruct((8,), jnp.float32, sharding=NamedSharding(mesh, P("x")))
+    )
+    with pytest.raises(hlo.HloParseError, match="not scheduled"):
+        hlo.in_flight(lowered.as_text(dialect="hlo"))
