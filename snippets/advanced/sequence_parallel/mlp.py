@@ -82,10 +82,8 @@ def sp_block(x, w1, w2, mesh):
 def run_both():
     # --8<-- [start:run-both]
     mesh = jax.make_mesh((8,), ("model",), axis_types=(AxisType.Explicit,))
-    kx, k1, k2 = jax.random.split(jax.random.key(1), 3)
-    x = jax.random.normal(kx, (64, 16))  # 64 tokens of d = 16
-    w1 = jax.random.normal(k1, (16, 64)) / 4  # hidden size 64
-    w2 = jax.random.normal(k2, (64, 16)) / 8
+    x, w1_t, w2 = jax.random.normal(jax.random.key(1), (3, 64, 16))
+    w1, w2 = w1_t.T / 4, w2 / 8  # 64 tokens of d = 16, a hidden size of 64
 
     def put(a, *spec):
         return jax.device_put(a, NamedSharding(mesh, P(*spec)))
