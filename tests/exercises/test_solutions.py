@@ -253,6 +253,14 @@ print("gpipe_schedule", "ok" if ex.solution("gpipe_schedule")(1, 3).tolist() == 
 sharding = NamedSharding(mesh(("data",)), P("data"))
 print("process_rows", "ok" if ex.solution("process_rows")(sharding, (5, 2), jax.devices()) == list(range(5)) else "wrong")
 print("mesh_shape_for", "ok" if ex.solution("mesh_shape_for")(1, 10, 16) == (1, 1) else "wrong")
+m = mesh(("seq",))
+q, k, v = rows, rows[::-1] / 2, rows - 1
+s = q @ k.T / np.sqrt(2)
+s[np.triu_indices(6, 1)] = -np.inf
+w = np.exp(s - s.max(axis=1, keepdims=True))
+close("ring_attention", ex.solution("ring_attention")(
+      *[jax.device_put(a, NamedSharding(m, P("seq"))) for a in (q, k, v)], m),
+      w / w.sum(axis=1, keepdims=True) @ v)
 """
 
 
@@ -300,6 +308,7 @@ ONE_DEVICE_ORDER = [
     "gpipe_schedule",
     "process_rows",
     "mesh_shape_for",
+    "ring_attention",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Sequence and context parallelism: ring attention, and Megatron-style sequence parallelism."""
