@@ -16,8 +16,6 @@ from jax.sharding import AxisType, NamedSharding
 # --8<-- [end:imports]
 from snippets.hlo import COLLECTIVES, print_collectives
 
-BATCH, D, HIDDEN = 64, 128, 256
-
 
 def line_mesh():
     # --8<-- [start:mesh]
@@ -34,7 +32,7 @@ def predict(x, w1, w2):
 
 
 def inputs(mesh, weight_spec, batch=64, d=128, hidden=256):
-    """A batch split over the mesh by rows, and two weights placed as `weight_spec` says."""
+    """x split by rows over the mesh, and w1 and w2 placed as `weight_spec` says."""
     devices = mesh.devices.size
     if batch % devices:
         raise ValueError(
@@ -45,8 +43,9 @@ def inputs(mesh, weight_spec, batch=64, d=128, hidden=256):
         for size, axis in zip(shape, weight_spec, strict=False):
             if axis is not None and size % mesh.shape[axis]:
                 raise ValueError(
-                    f"{name} {shape} cannot be split as {weight_spec}: {size} is not "
-                    f"a multiple of {mesh.shape[axis]}. Change d or hidden, or the spec."
+                    f"{name} {shape} cannot be split as {weight_spec}: {size} "
+                    f"is not a multiple of {mesh.shape[axis]}. Change d or "
+                    "hidden, or the spec."
                 )
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
     x = jax.random.normal(k1, (batch, d))
@@ -73,11 +72,12 @@ def split_weights(mesh):
 
 
 # --8<-- [start:print-hlo-collectives]
+# name = result-type opcode(operands): a tuple result type is in parentheses
 INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.-]+) = (\(.*?\)|\S+) ([\w-]+)\((.*?)\)")
 
 
 def print_hlo_collectives(compiled) -> None:
-    """Each collective instruction of a compiled program: name, operands, result type."""
+    """Each collective of a compiled program: name, operands, result type."""
     for line in compiled.as_text().splitlines():
         found = INSTRUCTION.match(line)
         if found and found[3].removesuffix("-start") in COLLECTIVES:

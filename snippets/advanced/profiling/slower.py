@@ -65,8 +65,9 @@ def one_and_eight(mesh: Mesh):
 
 # --8<-- [start:shares]
 def shares(spans, device):
-    """Fractions of one device's step spent in collectives, waiting inside them, and in
-    compute, and the step's length on that device (µs, first op start to last op end)."""
+    """The fractions of one device's step in collectives, waiting inside
+    them, and in compute; and the step's length on that device, in µs, from
+    the start of its first op to the end of its last."""
     mine = [s for s in spans if s.device == device]
     if not mine:
         devices = sorted({s.device for s in spans})
@@ -81,7 +82,8 @@ def shares(spans, device):
 
 
 def print_shares(spans) -> None:
-    print(f"{'device':<8}{'collectives':>12}{'waiting':>9}{'compute':>9}{'step':>13}")
+    header = ("device", "collectives", "waiting", "compute", "step")
+    print("{:<8}{:>12}{:>9}{:>9}{:>13}".format(*header))
     for device in sorted({s.device for s in spans}):
         share, length = shares(spans, device)
         print(

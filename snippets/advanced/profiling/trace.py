@@ -1,8 +1,8 @@
 """Capture a profiler trace of a jitted step on 8 devices, and read what each device ran.
 
 `jax.profiler.trace` writes the trace twice: `<host>.xplane.pb` for XProf and TensorBoard, and
-`<host>.trace.json.gz`, the same events in the Chrome trace event format, which the page
-reads with `json`. Run `python -m snippets.advanced.profiling.trace` to print what the page
+`<host>.trace.json.gz`, its events in the Chrome trace event format, which the page reads
+with `json`. Run `python -m snippets.advanced.profiling.trace` to print what the page
 shows for the forward pass.
 """
 
@@ -24,7 +24,7 @@ from snippets.hlo import COLLECTIVES
 
 # --8<-- [start:capture]
 def capture(step, args, log_dir, name="step", steps=3):
-    """Run `step(*args)` `steps` times under the profiler, each run marked as a step."""
+    """Run `step(*args)` `steps` times under the profiler, marking each."""
     if steps < 1:
         raise ValueError(f"steps={steps}: trace at least one step.")
     jax.block_until_ready(step(*args))  # compile first, outside the trace
@@ -39,7 +39,7 @@ def capture(step, args, log_dir, name="step", steps=3):
 
 # --8<-- [start:median-time]
 def median_us(step, args, runs=50):
-    """The median time of `runs` calls of `step(*args)`, in µs, once it has compiled."""
+    """The median time of `runs` calls of `step(*args)`, in µs."""
     if runs < 1:
         raise ValueError(f"runs={runs}: time at least one call.")
     jax.block_until_ready(step(*args))  # compile and warm up, untimed
@@ -73,8 +73,9 @@ class Span(NamedTuple):
 
 
 def is_collective(op: str) -> bool:
-    """XLA names an instruction after its opcode: `all-reduce.3` is an all-reduce."""
-    return op.split(".")[0].removesuffix("-start") in COLLECTIVES
+    """XLA names an instruction after its opcode: all-reduce.3 is an all-reduce."""
+    kind = op.split(".")[0].removesuffix("-start").removesuffix("-done")
+    return kind in COLLECTIVES
 
 
 def step_spans(events, name, step) -> list[Span]:
@@ -122,7 +123,7 @@ def step_spans(events, name, step) -> list[Span]:
 
 # --8<-- [start:print-ops]
 def print_ops(spans) -> None:
-    """The ops of one step in the order they ran, each with its median time over devices."""
+    """The ops of one step in the order they ran, with their median times."""
     devices = sorted({s.device for s in spans})
     ran = {
         d: [s.op for s in spans if s.device == d and s.kind != "waiting"]
@@ -152,9 +153,8 @@ def trace_forward(x, w1, w2):
     capture(predict, (x, w1, w2), log_dir, name="predict")
 
     events = trace_events(log_dir)
-    print(
-        "steps:", [e["args"]["step_num"] for e in events if e.get("name") == "predict"]
-    )
+    marks = [e for e in events if e.get("name") == "predict"]
+    print("steps marked:", [mark["args"]["step_num"] for mark in marks])
     spans = step_spans(events, "predict", step=2)
     print_ops(spans)
     # --8<-- [end:trace-forward]

@@ -1,10 +1,22 @@
 """The profiling page's program, its traces and its timings, made once for its test modules:
 each trace is a few hundred milliseconds, each timing fifty calls."""
 
+import tempfile
+
 import pytest
 
 from snippets.advanced.profiling import program, slower, trace
 from tests.advanced.profiling.printed import quietly
+
+
+@pytest.fixture(scope="package", autouse=True)
+def traces_under_pytests_own_tmp(tmp_path_factory):
+    """The page writes each trace to a new `tempfile.mkdtemp()`, for the reader to open; the
+    tests' traces go under pytest's temporary directory, which pytest clears."""
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("traces"))
+    yield
+    tempfile.tempdir = saved
 
 
 @pytest.fixture(scope="package")

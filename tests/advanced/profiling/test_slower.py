@@ -10,7 +10,7 @@ import pytest
 from jax import P
 
 from docs_build import hlo
-from snippets.advanced.profiling import program, slower
+from snippets.advanced.profiling import slower
 from snippets.hlo import count_collectives
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "profiling.md"
@@ -35,7 +35,7 @@ def test_one_device_and_eight_hold_the_same_data_in_different_places(timed):
     assert {s.data.shape for s in x.addressable_shards} == {(8, 128)}
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     rows, batch = x.addressable_shards[0].data.shape[0], x.shape[0]
-    assert (rows, batch) == (8, program.BATCH)
+    assert (rows, batch) == (8, 64)
     assert f"each time on eight rows of the batch instead of {batch}" in text
 
 

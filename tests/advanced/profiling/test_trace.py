@@ -37,7 +37,7 @@ def test_each_step_is_marked_once_and_printed(forward):
     marks = [e for e in events if e.get("name") == "predict"]
     assert [m["args"]["step_num"] for m in marks] == ["0", "1", "2"]
     assert all(m["ph"] == "X" for m in marks)
-    assert printed.splitlines()[0] == "steps: ['0', '1', '2']"
+    assert printed.splitlines()[0] == "steps marked: ['0', '1', '2']"
 
 
 def test_device_ops_name_the_program_and_the_device(forward):
@@ -157,6 +157,7 @@ def test_the_fixed_program_traces_compute_only(fixed):
         ("all-gather", True),
         ("all-reduce.3", True),
         ("all-gather-start.1", True),
+        ("all-gather-done.1", True),
         ("collective-permute", True),
         ("ynn_fusion.1", False),
         ("wrapped_tanh", False),
