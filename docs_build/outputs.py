@@ -56,7 +56,7 @@ LAUNCHED = re.compile(r"snippets(?:\.[A-Za-z_]\w*)+")
 # What this tooling itself is made of: a change to any of these re-runs every page.
 # Environment variables that set up devices: a page's run never inherits them.
 PRESETS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
-TOOLING = ("outputs.py", "render.py", "devices.py")
+TOOLING = ("outputs.py", "render.py", "timeline.py", "devices.py")
 
 
 class SnippetError(Exception):

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from rich.terminal_theme import TerminalTheme
 
+from docs_build import timeline as step_timeline
+
 # Rich's SVG export puts text 20 px high on lines 1.22 times that; every text run carries a
 # textLength, so any monospace font fills the same box.
 _CHAR_HEIGHT = 20
@@ -455,6 +457,13 @@ def per_device_table(before, after, title: str) -> Html:
     return Html(html=table, text="\n".join(text))
 
 
+def timeline(spans, title: str) -> Figure:
+    """One step of a sharded program, one lane per device, drawn from its profiler trace
+    (see docs_build/timeline.py)."""
+    svg, text = step_timeline.draw(spans, title)
+    return Figure(svg=svg, text=text)
+
+
 # What a page may draw with a `<!-- draw: ... -->` line after a block: the expression is
 # evaluated with these names and the page's own variables, after the block has run.
-DRAWINGS = {"per_device_table": per_device_table}
+DRAWINGS = {"per_device_table": per_device_table, "timeline": timeline}

@@ -359,7 +359,8 @@ def golden(chunks_per_block: list[list[dict]]) -> str:
                     f"--- block {number}: table\n{chunk['alt']}\n{cell_colours(chunk)}"
                 )
             else:
-                parts.append(f"--- block {number}: text\n{chunk['text'].rstrip()}")
+                printed = without_printed_times(chunk["text"].rstrip())
+                parts.append(f"--- block {number}: text\n{printed}")
     # Python 3.13 suggests a keyword in TypeErrors ("... 'check_rep'. Did you mean
     # 'check_vma'?"); the snapshot is the same on every Python the site supports.
     return re.sub(r"\. Did you mean '\w+'\?", "", "\n".join(parts)) + "\n"
@@ -392,6 +393,20 @@ def without_times(table: str) -> str:
     )
 
 
+_TIMED_LINE = re.compile(r"\d ?(?:µs|ms)\b")
+_MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:µs|ms)\b|%)")
+
+
+def without_printed_times(text: str) -> str:
+    """Printed text: on a line that reports a time in µs or ms (a measurement), every time
+    and every percentage (a share of a measured time) becomes `#`, spaces before it and all,
+    so that column widths do not matter. Lines without a time are compared as printed."""
+    return "\n".join(
+        _MEASURED.sub(" #", line) if _TIMED_LINE.search(line) else line
+        for line in text.split("\n")
+    )
+
+
 PAGES_WITH_CODE = [
     page.relative_to(outputs.DOCS).as_posix()
     for page in outputs.doc_pages()
@@ -417,6 +432,23 @@ def test_golden_text_masks_measured_times_and_nothing_else():
     ]
     untimed = "┃ strategy ┃ bytes ┃\n│ dp       │ 1,024 │"
     assert without_times(untimed) == untimed
+
+
+def test_golden_text_masks_printed_times_and_their_shares_only():
+    printed = (
+        "one device:      155.9 µs per step (median of 50)\n"
+        "0                60%      23%      40%    1843.5 µs\n"
+        "all-gather.1   collective  441.0 µs, of which waiting 218.4 µs\n"
+        "idle: 7/11 of all slots = 64%\n"
+        "largest difference from NumPy: 1.4e-06"
+    )
+    assert without_printed_times(printed).splitlines() == [
+        "one device: # µs per step (median of 50)",
+        "0 #% #% #% # µs",
+        "all-gather.1   collective # µs, of which waiting # µs",
+        "idle: 7/11 of all slots = 64%",  # no time on the line: a computed share, kept
+        "largest difference from NumPy: 1.4e-06",
+    ]
 
 
 def test_search_finds_each_text_once_and_stays_small(built_site):
