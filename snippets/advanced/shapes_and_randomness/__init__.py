@@ -1,0 +1,1 @@
+"""Uneven shapes, random numbers that do not depend on the mesh, loading data, memory kinds."""
