@@ -24,6 +24,7 @@ gpipe_schedule = solution("gpipe_schedule")
 manual_dense = solution("manual_dense")
 matmul_rows = solution("matmul_rows")
 mesh_shape_for = solution("mesh_shape_for")
+moe_dispatch = solution("moe_dispatch")
 per_device_bytes = solution("per_device_bytes")
 place_batch = solution("place_batch")
 process_rows = solution("process_rows")
@@ -178,6 +179,33 @@ def test_mesh_shape_for_says_when_nothing_fits():
     )
 
 
+@pytest.mark.parametrize("n", [8, 4])
+def test_moe_dispatch_compiles_to_one_all_to_all(n):
+    experts = jax.make_mesh(
+        (n,), ("expert",), axis_types=(AxisType.Explicit,), devices=jax.devices()[:n]
+    )
+    split = NamedSharding(experts, P("expert"))
+    tokens = jax.device_put(jnp.ones((4 * n, 2)), split)
+    index = jax.device_put(jnp.zeros(4 * n, jnp.int32), split)
+    compiled = (
+        jax.jit(moe_dispatch, static_argnums=(2, 3)).lower(tokens, index, 3, experts)
+    ).compile()
+    assert count_collectives(compiled) == {"all-to-all": 1}
+
+
+def test_moe_dispatch_checks_its_inputs(line_mesh):
+    experts = jax.make_mesh((8,), ("expert",), axis_types=(AxisType.Explicit,))
+    tokens, index = jnp.zeros((16, 2)), jnp.zeros(16, jnp.int32)
+    with pytest.raises(ValueError, match=r"axis 'expert', not \('x',\)"):
+        moe_dispatch(tokens, index, 2, line_mesh)
+    with pytest.raises(ValueError, match=r"a multiple of 8 tokens, not \(12, 2\)"):
+        moe_dispatch(jnp.zeros((12, 2)), jnp.zeros(12, jnp.int32), 2, experts)
+    with pytest.raises(ValueError, match=r"shape \(16,\), not \(8,\)"):
+        moe_dispatch(tokens, index[:8], 2, experts)
+    with pytest.raises(ValueError, match="capacity must be at least 1, not 0"):
+        moe_dispatch(tokens, index, 0, experts)
+
+
 ONE_DEVICE = """
 import jax
 
@@ -261,6 +289,10 @@ w = np.exp(s - s.max(axis=1, keepdims=True))
 close("ring_attention", ex.solution("ring_attention")(
       *[jax.device_put(a, NamedSharding(m, P("seq"))) for a in (q, k, v)], m),
       w / w.sum(axis=1, keepdims=True) @ v)
+m = mesh(("expert",))
+index = np.zeros(6, np.int32)
+got = ex.solution("moe_dispatch")(*(jax.device_put(a, NamedSharding(m, P("expert"))) for a in (rows, index)), 4, m)
+close("moe_dispatch", got, rows[None, :4])
 """
 
 
@@ -309,6 +341,7 @@ ONE_DEVICE_ORDER = [
     "process_rows",
     "mesh_shape_for",
     "ring_attention",
+    "moe_dispatch",
 ]
 
 
