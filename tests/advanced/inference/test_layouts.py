@@ -215,7 +215,7 @@ def test_the_step_compiles_from_shapes_for_another_mesh():
 def test_the_prose_quotes_the_run():
     text = " ".join(PAGE.read_text().split())
     assert "every device holds all 344,064 bytes of them" in text
-    assert "the whole embeddings, 114,688 bytes" in text
+    assert "the embeddings and unembedding whole, 114,688 bytes" in text
     assert (
         "sums a `f32[8,1,128]` array (batch \N{MULTIPLICATION SIGN} one token" in text
     )
