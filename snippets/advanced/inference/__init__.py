@@ -1,0 +1,1 @@
+"""Sharded inference: a KV cache, donated, split by batch or by heads."""
