@@ -346,6 +346,13 @@ def _overlap(p: dict) -> str:
     )
 
 
+def _size(nbytes: float) -> str:
+    """Bytes in MiB, or in KiB below one MiB (a decode step sends kilobytes)."""
+    if nbytes and nbytes < MIB:
+        return f"{nbytes / 2**10:.1f} KiB"
+    return f"{nbytes / MIB:.1f} MiB"
+
+
 def programs_table(names: str, data: dict | None = None) -> str:
     """Programs of the advanced pages, each on each target of their group."""
     data = data or results()
@@ -360,7 +367,7 @@ def programs_table(names: str, data: dict | None = None) -> str:
         for target in group["targets"]:
             p = advanced_program(target, name, data)
             lines.append(
-                f"| {name} | {target} | {_kinds(p)} | {wire_mib(p):.1f} MiB | "
+                f"| {name} | {target} | {_kinds(p)} | {_size(wire_mib(p) * MIB)} | "
                 f"{_overlap(p)} |"
             )
     caption = (

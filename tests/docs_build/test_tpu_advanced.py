@@ -101,3 +101,116 @@ def test_the_manual_control_pages_claims_about_the_tpu_programs_hold():
         assert pages.wire_mib(gather) == pages.wire_mib(ring)
     assert "Both versions send the same bytes." in said
     assert "scheduled multiplications inside only the last few" in said
+
+
+def dtypes(p: dict, kind: str | None = None) -> set[str]:
+    return {c["dtype"] for c in p["collectives"] if kind in (None, c["kind"])}
+
+
+def kinds(p: dict) -> dict[str, int]:
+    return {k: s["count"] for k, s in p["summary"].items()}
+
+
+# ---------------------------------------------------------------- the sequence-parallel page
+
+
+def test_the_sequence_parallel_page_shows_its_programs():
+    text = (ROOT / "docs" / "advanced" / "sequence-parallel.md").read_text()
+    assert "<!-- tpu-programs: ring attention -->" in text
+    assert (
+        "<!-- tpu-programs: tensor-parallel block | sequence-parallel block -->" in text
+    )
+    said = page("sequence-parallel.md")
+    assert f"one head of {advanced.SEQUENCE} positions in bfloat16" in said
+    assert advanced.HEAD == 128
+    assert (
+        f"{advanced.TOKENS} tokens of {advanced.D_MODEL} features and a hidden size of "
+        f"{advanced.HIDDEN}, in float32" in said
+    )
+
+
+def test_the_ring_attention_claims_hold():
+    cpu = PROGRAMS["cpu", "ring attention"]
+    assert dtypes(cpu) == {"f32"}
+    for target in TPU_TARGETS:
+        ring = PROGRAMS[target, "ring attention"]
+        # "every permute is asynchronous, and the bfloat16 blocks travel as they are;
+        # the CPU program converts them to float32 first and sends twice the bytes"
+        assert {c["form"] for c in ring["collectives"]} == {"async"}
+        assert dtypes(ring) == {"bf16"}
+        assert pages.wire_mib(cpu) == 2 * pages.wire_mib(ring)
+    # "On v5e the compiler scheduled multiplications inside every one of the permutes"
+    assert all(f["matmuls"] for f in PROGRAMS["v5e:2x4", "ring attention"]["in_flight"])
+    # "On v5p it ran the first permutes with nothing beside them and overlapped only the
+    # later ones"
+    counts = [
+        f["matmuls"] for f in PROGRAMS["v5p:2x2x2", "ring attention"]["in_flight"]
+    ]
+    busy = [i for i, c in enumerate(counts) if c]
+    assert counts[0] == 0 and busy == list(range(busy[0], len(counts)))
+
+
+def test_the_sequence_parallel_blocks_claims_hold():
+    for target in driver.ADVANCED_TARGETS:
+        # "The tensor-parallel block keeps its one all-reduce everywhere."
+        assert kinds(PROGRAMS[target, "tensor-parallel block"]) == {"all-reduce": 1}
+    # The CPU program is as written, and the ring model's bytes are equal.
+    cpu = PROGRAMS["cpu", "sequence-parallel block"]
+    assert kinds(cpu) == {"all-gather": 1, "reduce-scatter": 1}
+    tp_cpu = PROGRAMS["cpu", "tensor-parallel block"]
+    assert pages.wire_mib(cpu) == pages.wire_mib(tp_cpu)
+    # "On v5e the compiler gathers the normalised tokens in bfloat16 ... so sequence
+    # parallelism sends less than tensor parallelism."
+    v5e = PROGRAMS["v5e:2x4", "sequence-parallel block"]
+    assert kinds(v5e) == {"all-gather": 1, "reduce-scatter": 1}
+    assert dtypes(v5e, "all-gather") == {"bf16"}
+    tp_v5e = PROGRAMS["v5e:2x4", "tensor-parallel block"]
+    assert pages.wire_mib(v5e) < pages.wire_mib(tp_v5e)
+    # "On v5p it replaced the reduce-scatter by an all-reduce ... and sequence parallelism
+    # sends more."
+    v5p = PROGRAMS["v5p:2x2x2", "sequence-parallel block"]
+    assert kinds(v5p) == {"all-reduce": 1, "all-gather": 1}
+    tp_v5p = PROGRAMS["v5p:2x2x2", "tensor-parallel block"]
+    assert pages.wire_mib(v5p) > pages.wire_mib(tp_v5p)
+
+
+# ---------------------------------------------------------------- the expert-parallel page
+
+
+def test_the_expert_parallel_pages_claims_hold():
+    text = (ROOT / "docs" / "advanced" / "expert-parallel.md").read_text()
+    assert "<!-- tpu-programs: MoE layer -->" in text
+    said = page("expert-parallel.md")
+    assert (
+        f"{advanced.MOE_TOKENS_PER_DEVICE} tokens per device of {advanced.D_MODEL} "
+        f"features, a hidden size of {advanced.HIDDEN}, one expert per device, capacity "
+        f"factor {advanced.MOE_FACTOR}, in float32" in said
+    )
+    cpu = PROGRAMS["cpu", "MoE layer"]
+    assert dtypes(cpu) == {"f32"}
+    for target in driver.ADVANCED_TARGETS:
+        # "two all-to-alls, and no other collective, on every target"
+        assert kinds(PROGRAMS[target, "MoE layer"]) == {"all-to-all": 2}
+    for target in TPU_TARGETS:
+        # "The TPU programs send the buffers in bfloat16 ... That halves the bytes"
+        tpu = PROGRAMS[target, "MoE layer"]
+        assert dtypes(tpu) == {"bf16"}
+        assert pages.wire_mib(cpu) == 2 * pages.wire_mib(tpu)
+
+
+# ---------------------------------------------------------------- the inference page
+
+
+def test_the_inference_pages_claims_hold():
+    text = (ROOT / "docs" / "advanced" / "inference.md").read_text()
+    assert (
+        "<!-- tpu-programs: decode, cache by batch | decode, cache by heads -->" in text
+    )
+    assert f"a batch of {advanced.DECODE_BATCH}, compiled" in page("inference.md")
+    for target in driver.ADVANCED_TARGETS:
+        # "no collective in the step split by batch, one all-reduce of float32
+        # activations per step split by heads ... a few kilobytes per step"
+        assert kinds(PROGRAMS[target, "decode, cache by batch"]) == {}
+        heads = PROGRAMS[target, "decode, cache by heads"]
+        assert kinds(heads) == {"all-reduce": 1} and dtypes(heads) == {"f32"}
+        assert 1024 <= pages.wire_mib(heads) * pages.MIB < 16 * 1024
