@@ -253,6 +253,19 @@ print("gpipe_schedule", "ok" if ex.solution("gpipe_schedule")(1, 3).tolist() == 
 sharding = NamedSharding(mesh(("data",)), P("data"))
 print("process_rows", "ok" if ex.solution("process_rows")(sharding, (5, 2), jax.devices()) == list(range(5)) else "wrong")
 print("mesh_shape_for", "ok" if ex.solution("mesh_shape_for")(1, 10, 16) == (1, 1) else "wrong")
+
+import tempfile
+
+import optax
+from orbax.checkpoint import v1 as ocp
+
+with tempfile.TemporaryDirectory() as folder:
+    model = MLP(4, 8, 2, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    ocp.save(f"{folder}/c", {"model": nnx.state(model), "optimizer": nnx.state(optimizer)})
+    specs = {"up.kernel": P(None, "model"), "up.bias": P("model"), "down.kernel": P("model"), "down.bias": P()}
+    restored = ex.solution("checkpoint_restore")(f"{folder}/c", mesh(("model",)), specs)
+    close("checkpoint_restore", restored["model"]["up"]["kernel"]["value"], model.up.kernel[...])
 """
 
 
@@ -300,6 +313,7 @@ ONE_DEVICE_ORDER = [
     "gpipe_schedule",
     "process_rows",
     "mesh_shape_for",
+    "checkpoint_restore",
 ]
 
 
