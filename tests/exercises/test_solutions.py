@@ -293,6 +293,19 @@ m = mesh(("expert",))
 index = np.zeros(6, np.int32)
 got = ex.solution("moe_dispatch")(*(jax.device_put(a, NamedSharding(m, P("expert"))) for a in (rows, index)), 4, m)
 close("moe_dispatch", got, rows[None, :4])
+
+import tempfile
+
+import optax
+from orbax.checkpoint import v1 as ocp
+
+with tempfile.TemporaryDirectory() as folder:
+    model = MLP(4, 8, 2, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    ocp.save(f"{folder}/c", {"model": nnx.state(model), "optimizer": nnx.state(optimizer)})
+    specs = {"up.kernel": P(None, "model"), "up.bias": P("model"), "down.kernel": P("model"), "down.bias": P()}
+    restored = ex.solution("checkpoint_restore")(f"{folder}/c", mesh(("model",)), specs)
+    close("checkpoint_restore", restored["model"]["up"]["kernel"]["value"], model.up.kernel[...])
 """
 
 
@@ -342,6 +355,7 @@ ONE_DEVICE_ORDER = [
     "mesh_shape_for",
     "ring_attention",
     "moe_dispatch",
+    "checkpoint_restore",
 ]
 
 
