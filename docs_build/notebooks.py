@@ -24,6 +24,9 @@ from docs_build.versions import pages as version_pages
 
 NOTEBOOKS = outputs.DOCS / "notebooks"
 SHOWN_VERSIONS = ("jax", "flax", "optax")
+# Packages only some pages import (module: distribution): a notebook pins them in its Colab
+# install line when its code imports them, since Colab's own versions may differ.
+OPTIONAL_PACKAGES = {"orbax": "orbax-checkpoint"}
 ANNOTATION_MARK = re.compile(r"\s*# \(\d+\)!$", re.MULTILINE)
 MD_LINK = re.compile(r"\]\((?!https?:|#|mailto:)([^)\s]+?\.md)(#[^)\s]*)?\)")
 
@@ -169,6 +172,12 @@ def build(
     fences = outputs.python_fences(MarkdownIt("commonmark").parse(text))
     versions = {k: v for k, v in outputs.versions().items() if k in SHOWN_VERSIONS}
     pins = " ".join(f"{k}=={v}" for k, v in versions.items())
+    installed = outputs.versions()
+    for module, distribution in OPTIONAL_PACKAGES.items():
+        if any(
+            re.search(rf"^\s*(import|from) {module}\b", b.source, re.M) for b in blocks
+        ):
+            pins += f" {distribution}=={installed[distribution]}"
     setup = (
         f"# Tested with {', '.join(f'{k} {v}' for k, v in versions.items())}"
         " on 8 virtual CPU devices.\n"

@@ -48,7 +48,16 @@ SNIPPETS_OPTIONS = {
     "dedent_subsections": True,
 }
 PYTHON_LANGS = {"py", "python", "python3"}
-VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy", "rich", "matplotlib")
+VERSIONED = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "numpy",
+    "rich",
+    "matplotlib",
+    "orbax-checkpoint",
+)
 INCLUDE = re.compile(
     r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE
 )

@@ -281,3 +281,21 @@ def test_heading_attribute_lists_are_the_sites_not_the_notebooks():
     assert notebooks.HEADING_ATTRS.sub(r"\1", text) == (
         "## Where next\n### `pmap`\nA {brace} stays.\n"
     )
+
+
+def test_a_notebook_pins_the_optional_packages_its_page_imports():
+    """On Colab the checkpoints notebook installs the Orbax the page ran with; a page that
+    imports no Orbax does not install it."""
+    import importlib.metadata
+
+    pages = {
+        "advanced/checkpoints.md": True,
+        "concepts/collectives.md": False,
+    }
+    pin = f"orbax-checkpoint=={importlib.metadata.version('orbax-checkpoint')}"
+    for rel, wanted in pages.items():
+        page = outputs.DOCS / rel
+        blocks = outputs.ensure([page])[rel].blocks
+        text = notebooks.build(page, SITE, REPO, blocks)
+        install = next(line for line in text.splitlines() if "%pip install" in line)
+        assert (pin in install) == wanted, (rel, install)

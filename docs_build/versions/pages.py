@@ -196,8 +196,15 @@ def pip_install() -> str:
     return f"```{{.bash}}\npip install {pins} rich matplotlib\n```"
 
 
+def pip_install_orbax() -> str:
+    """The checkpoints page's one extra package, at the version the site is built with."""
+    version = importlib.metadata.version("orbax-checkpoint")
+    return f'```{{.bash}}\npip install "orbax-checkpoint=={version}"\n```'
+
+
 GENERATED = {
     "pip-install": pip_install,
+    "pip-install-orbax": pip_install_orbax,
     "matrix-versions": matrix_versions,
     "compatibility-api": lambda: compatibility_table("api"),
     "compatibility-old": lambda: compatibility_table("old"),
