@@ -62,9 +62,11 @@ def gradients(model, tokens, microbatches: int = 1):
             lambda params: loss_fn(nnx.merge(graphdef, params), tokens)
         )(params)
 
+    batch = tokens.shape[0]
+    if batch % microbatches:
+        raise ValueError(f"Make the batch of {batch} a multiple of {microbatches}.")
     if microbatches == 1:
         return loss_and_grad(tokens)
-    batch = tokens.shape[0]
     micro = tokens.reshape(batch // microbatches, microbatches, -1).swapaxes(0, 1)
     micro = constrain(micro, None, "batch", None)  # (2)!
 

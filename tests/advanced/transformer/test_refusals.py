@@ -2,11 +2,13 @@
 
 import dataclasses
 
+import jax
 import pytest
+from flax import nnx
 
 from snippets.advanced.transformer.init import sharded_init
 from snippets.advanced.transformer.model import RULES
-from snippets.advanced.transformer.step import shard_batch, token_batches
+from snippets.advanced.transformer.step import gradients, shard_batch, token_batches
 
 
 def test_three_heads_do_not_split_over_a_tensor_axis_of_two(cfg, mesh):
@@ -55,3 +57,10 @@ def test_batches_that_do_not_split_are_refused(cfg, mesh):
         r"\('data', 'fsdp'\): make it a multiple of 16\.$",
     ):
         shard_batch(tokens, mesh, microbatches=4)
+
+
+def test_gradients_refuse_microbatches_that_do_not_divide_the_batch(sharded):
+    tokens = jax.ShapeDtypeStruct((8, 17), "int32")
+    model = nnx.merge(sharded.graphdef, sharded.abstract).model
+    with pytest.raises(ValueError, match=r"^Make the batch of 8 a multiple of 3\."):
+        jax.eval_shape(lambda t: gradients(model, t, microbatches=3), tokens)

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import jax
@@ -167,3 +168,22 @@ def test_the_accumulating_step_makes_the_same_update(
         checked += int(clear.sum())
         total += g.size
     assert checked > 0.75 * total
+
+
+def test_matrix_products_take_bfloat16_and_the_loss_is_float32(
+    sharded, mesh, compiled_step
+):
+    _, tokens_spec, compiled = compiled_step
+    lowered = step.make_train_step(sharded, mesh).lower(sharded.abstract, tokens_spec)
+    types = re.findall(
+        r"stablehlo\.dot_general .*?: \(tensor<[^>]*x(\w+)>, tensor<[^>]*x(\w+)>\)",
+        lowered.as_text(),
+    )
+    assert len(types) > 20
+    # Forward and backward: every product has a bfloat16 operand, none is float32 by
+    # float32 (the attention's backward pass multiplies its float32 score gradients).
+    assert all("bf16" in pair for pair in types)
+    assert sum(pair == ("bf16", "bf16") for pair in types) >= 20
+    assert compiled.out_info[1].dtype == np.float32
+    params = jax.tree.leaves(sharded.abstract["model"])
+    assert {p.dtype for p in params} == {np.dtype(np.float32)}
