@@ -1,0 +1,1 @@
+"""Tests of the transformer page: docs/advanced/transformer.md."""

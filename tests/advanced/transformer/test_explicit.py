@@ -1,0 +1,41 @@
+import jax
+import numpy as np
+from jax.sharding import AxisType
+
+from snippets.advanced.transformer import explicit
+from tests.advanced.transformer.printed import quietly
+
+
+def test_the_whole_step_runs_on_explicit_axes_with_the_same_losses(
+    explicit_run, one_device
+):
+    (mesh_x, losses_x), out = explicit_run
+    assert mesh_x.axis_types == (AxisType.Explicit,) * 3
+    losses = one_device[0][0]
+    np.testing.assert_allclose(losses_x, losses, rtol=1e-6)
+    lines = out.splitlines()
+    assert lines[0] == "float32[2,32@fsdp,128@tensor]"
+    assert lines[1] == "step   Auto axes  Explicit axes"
+    for i, (line, a, b) in enumerate(zip(lines[2:], losses, losses_x, strict=True)):
+        assert line.split() == [str(i), f"{a:.6f}", f"{b:.6f}"]
+
+
+def test_the_explicit_state_carries_its_layout_in_its_type(cfg, sharded):
+    from snippets.advanced.transformer.init import build_mesh, sharded_init
+
+    mesh_x = build_mesh(kind=AxisType.Explicit)
+    abstract = sharded_init(cfg, mesh_x).abstract
+    up = abstract["model"]["layers"]["up"].get_value()
+    assert up.sharding.mesh.axis_types == (AxisType.Explicit,) * 3
+    same = jax.tree.map(lambda a: a.sharding.spec, sharded.abstract)
+    assert jax.tree.map(lambda a: a.sharding.spec, abstract) == same
+
+
+def test_optax_integer_label_loss_is_ambiguous_on_explicit_axes(cfg, explicit_run):
+    (mesh_x, _), _ = explicit_run
+    _, out = quietly(explicit.optax_loss_on_explicit, cfg, mesh_x)
+    assert out.startswith(
+        "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output "
+        "PartitionSpec for the gather indexing"
+    )
+    assert "float32[8@(data,fsdp),16,64@tensor]" in out
