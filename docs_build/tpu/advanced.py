@@ -131,15 +131,3 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "decode, cache by batch": _decode("batch"),
     "decode, cache by heads": _decode("heads"),
 }
-# The files whose text decides what these programs compile to (driver.INPUTS adds them).
-SOURCES = (
-    "snippets/advanced/manual_control/collective_matmul.py",
-    "snippets/advanced/sequence_parallel/ring.py",
-    "snippets/advanced/sequence_parallel/attention.py",
-    "snippets/advanced/sequence_parallel/mlp.py",
-    "snippets/advanced/expert_parallel/capacity.py",
-    "snippets/advanced/expert_parallel/dispatch.py",
-    "snippets/advanced/expert_parallel/layer.py",
-    "snippets/advanced/inference/layouts.py",
-    "snippets/advanced/inference/decode.py",
-)
