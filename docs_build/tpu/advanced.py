@@ -9,6 +9,8 @@ realistic size; what is compiled is the same code.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 import jax
@@ -21,19 +23,32 @@ from snippets.advanced.expert_parallel import dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
 from snippets.advanced.inference import layouts
 from snippets.advanced.manual_control import collective_matmul
+from snippets.advanced.profiling import program as profiling
 from snippets.advanced.sequence_parallel import mlp, ring
+from snippets.advanced.shapes_and_randomness import uneven
+from snippets.advanced.transformer import init, memory, model, step
 
 # The collective matmul: x (rows over "x") @ w (columns over "x"), M = K = N, in bf16.
 MATMUL_SIZE = 4096
 # Ring attention: one head of 32768 positions of 128 features, q, k and v in bf16.
 SEQUENCE, HEAD = 32768, 128
-# The MLP block of the sequence-parallel page: 8192 tokens, d = 1024, hidden 4096, f32.
+# The MLP block of the sequence-parallel page, and the profiling page's predict: 8192
+# tokens, d = 1024, hidden 4096, f32.
 TOKENS, D_MODEL, HIDDEN = 8192, 1024, 4096
 # The MoE layer: 1024 tokens per device, d = 1024, hidden 4096, one expert per device,
 # capacity factor 1.0, f32.
 MOE_TOKENS_PER_DEVICE, MOE_FACTOR = 1024, 1.0
 # The decode step: the inference page's own sizes (its module constants), batch 8.
 DECODE_BATCH = 8
+# The transformer page's train step at a realistic size, on its (data, fsdp, tensor) =
+# (2, 2, 2) mesh: about 168 million parameters, a batch of 16 sequences of 1024 tokens.
+TRANSFORMER = model.Config(
+    vocab=32768, d_model=1024, heads=8, mlp=4096, layers=8, seq=1024
+)
+TRANSFORMER_BATCH = 16
+# The shapes page's dense layer at the page's own sizes: 10 rows of 32 features into 64,
+# copied to every device, or padded to 16 rows and split.
+UNEVEN_ROWS, UNEVEN_PADDED, UNEVEN_IN, UNEVEN_OUT = 10, 16, 32, 64
 
 
 def _line(devices: Sequence, axis: str = "x", axis_type=AxisType.Explicit):
@@ -121,6 +136,74 @@ def _decode(layout: str) -> Callable[[Sequence], Step]:
     return build
 
 
+def _transformer(remat: bool) -> Callable[[Sequence], Step]:
+    def build(devices: Sequence) -> Step:
+        mesh = jax.make_mesh(
+            (2, 2, 2),
+            ("data", "fsdp", "tensor"),
+            axis_types=(AxisType.Auto,) * 3,
+            devices=devices,
+        )
+        cfg = dataclasses.replace(TRANSFORMER, remat=remat)
+        sharded = init.sharded_init(cfg, mesh)
+        tokens = _shaped(
+            mesh,
+            (TRANSFORMER_BATCH, cfg.seq + 1),
+            model.mesh_axes(("batch", None)),
+            jnp.int32,
+        )
+        program = step.make_train_step(sharded, mesh)
+        return Step(
+            compile=lambda: program.lower(sharded.abstract, tokens).compile(),
+            mesh=mesh,
+            source="snippets.advanced.transformer.step.make_train_step",
+            extra=lambda: {
+                "state_formula_bytes": memory.state_bytes(cfg, mesh),
+                "tokens_bytes": 4
+                * math.prod(tokens.sharding.shard_shape(tokens.shape)),
+                # what one int32 scalar (the state holds two) takes on this backend
+                "scalar_bytes": _scalar_bytes(mesh),
+            },
+        )
+
+    return build
+
+
+def _scalar_bytes(mesh) -> int:
+    scalar = _shaped(mesh, (), P(), jnp.int32)
+    compiled = jax.jit(lambda a: a + 1).lower(scalar).compile()
+    return compiled.memory_analysis().argument_size_in_bytes
+
+
+def _dense(rows: int, spec: P) -> Callable[[Sequence], Step]:
+    def build(devices: Sequence) -> Step:
+        mesh = _line(devices)  # the shapes page's Explicit ("x",) mesh
+        x = _shaped(mesh, (rows, UNEVEN_IN), spec)
+        w = _shaped(mesh, (UNEVEN_IN, UNEVEN_OUT), P())
+        return Step(
+            compile=lambda: jax.jit(uneven.forward).lower(x, w).compile(),
+            mesh=mesh,
+            source="snippets.advanced.shapes_and_randomness.uneven.forward",
+        )
+
+    return build
+
+
+def _predict(weight_spec: P) -> Callable[[Sequence], Step]:
+    def build(devices: Sequence) -> Step:
+        mesh = _line(devices)  # the profiling page's Explicit ("x",) mesh
+        x = _shaped(mesh, (TOKENS, D_MODEL), P("x", None))
+        w1 = _shaped(mesh, (D_MODEL, HIDDEN), weight_spec)
+        w2 = _shaped(mesh, (HIDDEN, D_MODEL), weight_spec)
+        return Step(
+            compile=lambda: profiling.predict.lower(x, w1, w2).compile(),
+            mesh=mesh,
+            source="snippets.advanced.profiling.program.predict",
+        )
+
+    return build
+
+
 PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "gather matmul": _matmul(collective_matmul.gather_matmul, "gather_matmul"),
     "ring matmul": _matmul(collective_matmul.ring_matmul, "ring_matmul"),
@@ -130,4 +213,10 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "MoE layer": moe_layer,
     "decode, cache by batch": _decode("batch"),
     "decode, cache by heads": _decode("heads"),
+    "dense layer, batch copied": _dense(UNEVEN_ROWS, P()),
+    "dense layer, batch padded and split": _dense(UNEVEN_PADDED, P("x")),
+    "predict, weights split": _predict(P("x", None)),
+    "predict, weights whole": _predict(P()),
+    "transformer step, remat": _transformer(remat=True),
+    "transformer step, no remat": _transformer(remat=False),
 }

@@ -186,6 +186,7 @@ def describe(
     records = [c.as_record() for c in program.collectives]
     if HYBRID.fullmatch(target):
         networks(records)
+    extra = {"extra": step.extra()} if step.extra is not None else {}
     return {
         "target": target,
         "strategy": strategy,
@@ -201,6 +202,7 @@ def describe(
             {"kind": f.kind, "start": f.start, "matmuls": f.matmuls}
             for f in hlo.in_flight(text)
         ],
+        **extra,
     }
 
 
@@ -231,6 +233,12 @@ INPUTS = (
     "snippets/advanced/expert_parallel/layer.py",
     "snippets/advanced/inference/layouts.py",
     "snippets/advanced/inference/decode.py",
+    "snippets/advanced/profiling/program.py",
+    "snippets/advanced/shapes_and_randomness/uneven.py",
+    "snippets/advanced/transformer/init.py",
+    "snippets/advanced/transformer/memory.py",
+    "snippets/advanced/transformer/model.py",
+    "snippets/advanced/transformer/step.py",
 )
 
 
@@ -327,9 +335,32 @@ def main(argv: list[str] | None = None) -> int:
         # The "Beyond the basics" pages' programs (docs_build/tpu/advanced.py).
         "advanced": {"targets": list(ADVANCED_TARGETS), "programs": beyond},
     }
-    args.out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    args.out.write_text(dump(result))
     print(f"{len(programs_all)} programs in {result['seconds']} s -> {args.out}")
     return 1 if any("error" in p for p in programs_all) else 0
+
+
+def _flat(value) -> bool:
+    """Scalars, and lists and objects of scalars or of lists of scalars."""
+    if isinstance(value, dict):
+        return all(_flat(v) and not isinstance(v, dict) for v in value.values())
+    if isinstance(value, list):
+        return all(not isinstance(v, (dict, list)) for v in value)
+    return True
+
+
+def dump(value, indent: str = "") -> str:
+    """The results as JSON, each flat object (a collective's record, a memory report) on
+    one line, so that the file stays small and a change to one record is a one-line diff."""
+    if _flat(value):
+        return json.dumps(value, separators=(", ", ": "))
+    inner = indent + " "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {dump(v, inner)}" for k, v in value.items()]
+        body, ends = ",\n".join(items), "{}"
+    else:
+        body, ends = ",\n".join(inner + dump(v, inner) for v in value), "[]"
+    return f"{ends[0]}\n{body}\n{indent}{ends[1]}" + ("" if indent else "\n")
 
 
 def _describe_all(target, devices, names, save_hlo) -> list[dict]:

@@ -12,6 +12,10 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-programs: NAME | NAME -->`: programs of the "Beyond the basics" pages
   (docs_build/tpu/advanced.py) on each 8-device target: collectives, bytes sent, and the
   matmuls scheduled while each asynchronous collective is in flight.
+- `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
+  with their collectives and bytes sent.
+- `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
+  page's formula against the compiled program's, its temporaries and its peak.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
@@ -41,6 +45,8 @@ NUMBER = re.compile(
 HYBRID_TABLE = "<!-- tpu-hybrid -->"
 APPROACHES_TABLE = "<!-- tpu-approaches -->"
 PROGRAMS_TABLE = re.compile(r"<!-- tpu-programs: ([^>]+?) -->")
+WORK_TABLE = re.compile(r"<!-- tpu-work: ([^>]+?) -->")
+MEMORY_TABLE = re.compile(r"<!-- tpu-memory: ([^>]+?) -->")
 MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
@@ -381,6 +387,82 @@ def programs_table(names: str, data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def _advanced_rows(names: str, data: dict, row) -> list[str]:
+    """One table row per program named (`A | B`) per target of the advanced group."""
+    lines = []
+    for name in (n.strip() for n in names.split("|")):
+        for target in data["advanced"]["targets"]:
+            cells = row(advanced_program(target, name, data))
+            lines.append(f"| {name} | {target} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def work_table(names: str, data: dict | None = None) -> str:
+    """Floating-point operations per device, and what the program sends to do them."""
+    data = data or results()
+    lines = [
+        "| program | target | flops per device | collectives | sent per device |",
+        "|---|---|---|---|---|",
+        *_advanced_rows(
+            names,
+            data,
+            lambda p: (
+                f"{p['cost']['flops']:,.0f}",
+                _kinds(p),
+                _size(wire_mib(p) * MIB),
+            ),
+        ),
+    ]
+    caption = (
+        "Per device, per call. Flops: the compiled program's cost_analysis(). Sent: by the "
+        f"ring model, over every collective. {_where(data)} Sizes: "
+        "docs_build/tpu/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
+def state_gap(p: dict) -> int:
+    """Bytes of state the compiled program holds beyond the page's formula: what it
+    aliases to its donated state, less the formula."""
+    return p["memory"]["alias_bytes"] - p["extra"]["state_formula_bytes"]
+
+
+def memory_table(names: str, data: dict | None = None) -> str:
+    """The state by formula against the compiled program's, and what else it allocates."""
+    data = data or results()
+    lines = [
+        "| program | target | state<br>formula / compiled | temporaries | peak |",
+        "|---|---|---|---|---|",
+        *_advanced_rows(
+            names,
+            data,
+            lambda p: (
+                f"{p['extra']['state_formula_bytes'] / MIB:,.1f} / "
+                f"{p['memory']['alias_bytes'] / MIB:,.1f} MiB",
+                f"{p['memory']['temp_bytes'] / MIB:,.1f} MiB",
+                f"{p['memory']['peak_bytes'] / MIB:,.1f} MiB",
+            ),
+        ),
+    ]
+    wanted = {n.strip() for n in names.split("|")}
+    gaps: dict[int, set[str]] = {}
+    for p in data["advanced"]["programs"]:
+        if p["strategy"] in wanted:
+            gaps.setdefault(state_gap(p), set()).add(p["target"])
+    said = "; ".join(
+        f"{gap:,} B on {', '.join(sorted(targets))}"
+        for gap, targets in sorted(gaps.items())
+    )
+    caption = (
+        "Per device, from the compiled program's memory_analysis(). State: the formula above "
+        "against the bytes the program writes back into its donated state (compiled less "
+        f"formula: {said}). Temporaries: every other buffer the program allocates. Peak: the "
+        f"backend's own peak_memory_in_bytes. {_where(data)} Sizes: "
+        "docs_build/tpu/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -445,6 +527,8 @@ def fill(markdown: str) -> str:
     if APPROACHES_TABLE in markdown:
         markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
     markdown = PROGRAMS_TABLE.sub(lambda m: programs_table(m.group(1)), markdown)
+    markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
+    markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     if HYBRID_TABLE in markdown:
         markdown = markdown.replace(HYBRID_TABLE, hybrid_table())
     if MODEL_TABLE in markdown:

@@ -47,6 +47,9 @@ class Step:
     compile: Callable[[], jax.stages.Compiled]
     mesh: Mesh
     source: str  # the function on the page that the program comes from
+    # Figures the page sets beside the compiled program's (a formula's bytes, say),
+    # computed when the program is described; stored in the record as "extra".
+    extra: Callable[[], dict] | None = None
 
 
 def abstract_training_state(mesh: Mesh, rules: dict[str, P], batch_spec: P):

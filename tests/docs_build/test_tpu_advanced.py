@@ -237,3 +237,109 @@ def test_the_inference_pages_claims_hold():
         heads = PROGRAMS[target, "decode, cache by heads"]
         assert kinds(heads) == {"all-reduce": 1} and dtypes(heads) == {"f32"}
         assert 1024 <= pages.wire_mib(heads) * pages.MIB < 16 * 1024
+
+
+# ---------------------------------------------------------------- the transformer page
+
+REMAT, NO_REMAT = "transformer step, remat", "transformer step, no remat"
+
+
+def test_the_transformer_page_shows_its_memory_on_every_target():
+    text = (ROOT / "docs" / "advanced" / "transformer.md").read_text()
+    assert f"<!-- tpu-memory: {REMAT} | {NO_REMAT} -->" in text
+    cfg, said = advanced.TRANSFORMER, page("transformer.md")
+    assert (
+        f"a vocabulary of {cfg.vocab:,}, width {cfg.d_model:,}, {cfg.layers} layers, an "
+        f"MLP of {cfg.mlp:,} and a batch of {advanced.TRANSFORMER_BATCH} sequences of "
+        f"{cfg.seq:,} tokens" in said
+    )
+    d, m = cfg.d_model, cfg.mlp
+    params = 2 * cfg.vocab * d + cfg.layers * (4 * d * d + 2 * d * m + 2 * d) + d
+    assert f"(about {round(params / 1e6)} million parameters)" in said
+
+
+def test_the_transformer_pages_memory_claims_hold():
+    said = page("transformer.md")
+    for name in (REMAT, NO_REMAT):
+        for target in driver.ADVANCED_TARGETS:
+            p = PROGRAMS[target, name]
+            # "The formula holds on every backend. On TPU it is short by 1,016 bytes: the
+            # state's two 4-byte step counters take 512 bytes each there."
+            scalar = p["extra"]["scalar_bytes"]
+            assert pages.state_gap(p) == 2 * (scalar - 4)
+            assert (scalar == 4) == (target == "cpu")
+            if target != "cpu":
+                assert scalar == 512 and pages.state_gap(p) == 1016
+            # the arguments are the state and the device's tokens, as on the CPU table
+            m = p["memory"]
+            assert m["argument_bytes"] - p["extra"]["tokens_bytes"] >= m["alias_bytes"]
+    assert "short by 1,016 bytes" in said and "take 512 bytes each there" in said
+    for target in driver.ADVANCED_TARGETS:
+        on, off = (
+            PROGRAMS[target, REMAT]["memory"],
+            PROGRAMS[target, NO_REMAT]["memory"],
+        )
+        # "Remat cuts the temporaries more than threefold on every backend at this size"
+        assert off["temp_bytes"] > 3 * on["temp_bytes"]
+        if target == "cpu":
+            # "The CPU backend's peak counts its arguments and not its temporaries"
+            for m in (on, off):
+                assert abs(m["peak_bytes"] - m["argument_bytes"]) < 1024
+                assert m["peak_bytes"] < m["argument_bytes"] + m["temp_bytes"] / 2
+        else:
+            # "... and the TPU's peak about threefold with them"
+            assert 2.8 < off["peak_bytes"] / on["peak_bytes"] < 3.5
+    assert "more than threefold on every backend" in said
+    assert "the TPU's peak about threefold" in said
+
+
+# ---------------------------------------------------------------- the shapes page
+
+COPIED, PADDED = "dense layer, batch copied", "dense layer, batch padded and split"
+
+
+def test_the_shapes_pages_flop_claims_hold_on_every_target():
+    text = (ROOT / "docs" / "advanced" / "shapes-and-randomness.md").read_text()
+    assert f"<!-- tpu-work: {COPIED} | {PADDED} -->" in text
+    said = page("shapes-and-randomness.md")
+    assert "count the same flops per device and hold no collective either" in said
+    rows, k, n = advanced.UNEVEN_ROWS, advanced.UNEVEN_IN, advanced.UNEVEN_OUT
+    assert (rows, k, n) == (10, 32, 64)  # the page's "(2 x 10 x 32 x 64)"
+    for target in driver.ADVANCED_TARGETS:
+        copied, padded = PROGRAMS[target, COPIED], PROGRAMS[target, PADDED]
+        assert copied["cost"]["flops"] == 2 * rows * k * n
+        # "the padded batch costs each device a fifth of the flops of the copied one"
+        per_device = advanced.UNEVEN_PADDED // 8
+        assert padded["cost"]["flops"] == 2 * per_device * k * n
+        assert copied["cost"]["flops"] == 5 * padded["cost"]["flops"]
+        assert kinds(copied) == kinds(padded) == {}
+
+
+# ---------------------------------------------------------------- the profiling page
+
+SPLIT, WHOLE = "predict, weights split", "predict, weights whole"
+
+
+def test_the_profiling_pages_claims_about_the_tpu_programs_hold():
+    text = (ROOT / "docs" / "advanced" / "profiling.md").read_text()
+    assert f"<!-- tpu-work: {SPLIT} | {WHOLE} -->" in text
+    said = page("profiling.md")
+    assert (
+        f"{advanced.TOKENS:,} rows of {advanced.D_MODEL:,} features and a hidden layer "
+        f"of {advanced.HIDDEN:,}" in said
+    )
+    cpu = PROGRAMS["cpu", SPLIT]
+    assert kinds(cpu) == {"all-gather": 2} and dtypes(cpu) == {"f32"}
+    for target in TPU_TARGETS:
+        # "gather the same two weights, but in bfloat16 ... half the CPU program's bytes"
+        tpu = PROGRAMS[target, SPLIT]
+        assert kinds(tpu) == {"all-gather": 2} and dtypes(tpu) == {"bf16"}
+        assert pages.wire_mib(cpu) == 2 * pages.wire_mib(tpu)
+        gathered = sorted(c["shapes"][0].split("[")[1] for c in tpu["collectives"])
+        assert gathered == sorted(
+            c["shapes"][0].split("[")[1] for c in cpu["collectives"]
+        )
+    for target in driver.ADVANCED_TARGETS:
+        # "With the weights whole, no backend's program holds a collective."
+        assert kinds(PROGRAMS[target, WHOLE]) == {}
+    assert "in bfloat16 rather than float32, so they send half" in said

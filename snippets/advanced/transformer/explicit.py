@@ -31,7 +31,8 @@ def explicit_run(cfg: Config, sharded, batches, losses):
 
 
 def optax_loss_on_explicit(cfg: Config, mesh_x):
-    # --8<-- [start:optax-explicit]
+    """Optax's integer-label loss on Explicit axes: the page's sentence on why its loss is
+    a one-hot product (tests/advanced/transformer/test_explicit.py holds it to this)."""
     with jax.set_mesh(mesh_x):
         by_vocab = mesh_axes(("batch", None, "vocab"))
         logits = jnp.zeros((8, cfg.seq, cfg.vocab), out_sharding=by_vocab)
@@ -42,7 +43,6 @@ def optax_loss_on_explicit(cfg: Config, mesh_x):
             optax.softmax_cross_entropy_with_integer_labels(logits, labels)
         except Exception as err:  # ShardingTypeError, which JAX does not export
             print(f"{type(err).__name__}: {err}")
-    # --8<-- [end:optax-explicit]
 
 
 def main() -> None:

@@ -39,3 +39,17 @@ def test_optax_integer_label_loss_is_ambiguous_on_explicit_axes(cfg, explicit_ru
         "PartitionSpec for the gather indexing"
     )
     assert "float32[8@(data,fsdp),16,64@tensor]" in out
+
+
+def test_the_page_says_what_the_optax_loss_does_on_explicit_axes(cfg, explicit_run):
+    """The page names the error in a sentence, without the block: this keeps it true."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "transformer.md"
+    said = " ".join(page.read_text().split())
+    (mesh_x, _), _ = explicit_run
+    _, out = quietly(explicit.optax_loss_on_explicit, cfg, mesh_x)
+    assert out.split(":")[0] == "ShardingTypeError" and "get(out_sharding=)" in out
+    assert (
+        "with a `ShardingTypeError` that asks for the gather's `out_sharding`" in said
+    )
