@@ -61,3 +61,24 @@ def test_restoring_then_moving_the_arrays_is_accepted(grade):
     assert out.splitlines()[-1] == (
         "PASSED: checkpoint_restore is right on all 3 hidden cases."
     )
+
+
+def test_the_grader_drops_only_a_failed_loads_leftovers(monkeypatch):
+    """test_wrong_answers.py fails on any leftover a wrong answer's failed ocp.load prints
+    ("Exception ignored ... Event loop is closed"); an unrelated one still shows."""
+    import gc
+
+    from snippets.exercises.check import failed_loads_kept_quiet
+
+    seen = []
+    monkeypatch.setattr("sys.unraisablehook", seen.append)
+
+    class Noisy:
+        def __del__(self):
+            raise ValueError("not Orbax's")
+
+    with failed_loads_kept_quiet() as quiet:
+        Noisy()
+        quiet.collect = True
+    gc.collect()
+    assert [type(u.exc_value) for u in seen] == [ValueError]
