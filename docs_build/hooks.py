@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from docs_build import notebooks, outputs
+from docs_build import explorer, notebooks, outputs
 from docs_build.devices import CACHE_SETTINGS
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
@@ -137,6 +137,7 @@ def on_page_markdown(markdown, page, config, files):
     try:
         markdown = version_pages.fill("\n".join(lines), page.file.src_uri)
         markdown = tpu_pages.fill(markdown)
+        markdown = explorer.fill(markdown)
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)

@@ -18,7 +18,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from docs_build import outputs
+from docs_build import explorer, outputs
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
@@ -76,6 +76,8 @@ def links_markdown(page: str, repo_url: str, *, from_notebook: bool) -> str:
 
 
 HEADING_ATTRS = re.compile(r"^(#{1,6} .*?)\s*\{[^{}]*\}[ \t]*$", re.MULTILINE)
+# What only a web page can hold (a form and its script): a notebook links to the page instead.
+SITE_ONLY = re.compile(r"<!-- site-only -->.*?<!-- /site-only -->", re.DOTALL)
 
 
 def _prose(text: str, page: str, site_url: str) -> str:
@@ -86,6 +88,11 @@ def _prose(text: str, page: str, site_url: str) -> str:
     box = None  # inside an admonition ("quote") or a content tab ("tab")
     text = version_pages.fill(outputs.expand(text, page), page)
     text = tpu_pages.fill(text)  # the TPU figures the page's prose and tables quote
+    text = explorer.fill(text)
+    here = posixpath.basename(page)
+    text = SITE_ONLY.sub(
+        f"*This part runs in a browser: see [the page]({here}).*", text
+    )
     # A heading's attribute list (`{ #id }`, `{ data-search-exclude }`) is for the site:
     # Jupyter would print it.
     text = HEADING_ATTRS.sub(r"\1", text)

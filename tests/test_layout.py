@@ -5,7 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = ROOT / "snippets"
-SECTIONS = ("basics", "concepts", "training", "advanced", "guides")
+SECTIONS = ("basics", "concepts", "training", "advanced", "tools", "guides")
 
 
 def module_name(path: Path) -> str:

@@ -299,3 +299,13 @@ def test_a_notebook_pins_the_optional_packages_its_page_imports():
         text = notebooks.build(page, SITE, REPO, blocks)
         install = next(line for line in text.splitlines() if "%pip install" in line)
         assert (pin in install) == wanted, (rel, install)
+
+
+def test_a_notebook_links_to_the_page_for_what_only_a_browser_runs():
+    """The explorer's form and script stay on the site: its notebook says where they are and
+    keeps the table of examples, filled in as on the page."""
+    page = outputs.DOCS / "tools" / "sharding-explorer.md"
+    text = notebooks.build(page, SITE, REPO, [[] for _ in outputs.page_blocks(page)])
+    assert "<script" not in text and "<form" not in text and "site-only" not in text
+    assert f"see [the page]({SITE}tools/sharding-explorer/)" in text
+    assert "IndivisibleError" in text and "<!-- explorer:" not in text

@@ -1,0 +1,428 @@
+/* The sharding explorer (docs/tools/sharding-explorer.md): where each block of an array lives
+ * under a PartitionSpec on a device mesh, the bytes each device holds, and JAX's own error
+ * when the spec cannot place the array. Plain JavaScript, no dependencies, nothing fetched.
+ *
+ * `ShardingExplorer.layout(c)` is the model: the build asks JAX the same questions for a
+ * grid of cases (docs_build/explorer.py) and the browser tests drive this page through every
+ * one of them (tests/browser/test_explorer.py). The rest draws the form and the answer.
+ */
+(function () {
+  "use strict";
+
+  var ITEMSIZE = { float32: 4, bfloat16: 2, int8: 1 };
+  var MAX_DEVICES = 256;
+
+  function prod(xs) {
+    return xs.reduce(function (a, b) { return a * b; }, 1);
+  }
+
+  // Python's repr of a tuple: (6, 4), (12,), ().
+  function tuple(items) {
+    return "(" + items.join(", ") + (items.length === 1 ? "," : "") + ")";
+  }
+
+  function quoted(name) {
+    return "'" + name + "'";
+  }
+
+  // A spec as JAX prints it: P('x', None), P(('x', 'y'),).
+  function specText(spec) {
+    var parts = spec.map(function (entry) {
+      if (entry === null) return "None";
+      if (entry.length === 1) return quoted(entry[0]);
+      return tuple(entry.map(quoted));
+    });
+    return "P(" + parts.join(", ") + (parts.length === 1 ? "," : "") + ")";
+  }
+
+  function meshText(c) {
+    var axes = c.names.map(function (n, i) { return quoted(n) + ": " + c.mesh[i]; });
+    var types = c.names.map(function () { return "Explicit"; });
+    return "Mesh(" + axes.join(", ") + ", axis_types=" + tuple(types) + ")";
+  }
+
+  /* The model. `c`: {shape: [..], mesh: [..], names: [..], spec: [null | [names]], dtype}.
+   * Returns {error: "Type: text"} as JAX words it, or {block, bytes, blocks}: the shape
+   * of each device's block, its bytes, and for each device in mesh order, [start, stop)
+   * of its block along each dimension. */
+  function layout(c) {
+    var counts = {};
+    var uses = [];
+    c.spec.forEach(function (entry) {
+      (entry || []).forEach(function (name) {
+        counts[name] = (counts[name] || 0) + 1;
+        if (uses.indexOf(name) < 0) uses.push(name);
+      });
+    });
+    var twice = uses.filter(function (n) { return counts[n] > 1; });
+    if (twice.length) {
+      var shown = twice.map(function (n) { return "`" + n + "`"; }).sort();
+      return {
+        error: "DuplicateSpecError: A single NamedSharding spec specification can map " +
+          "every mesh axis to at most one positional dimension, but " + specText(c.spec) +
+          " has duplicate entries for " + shown.join(", ")
+      };
+    }
+    var size = {};
+    c.names.forEach(function (n, i) { size[n] = c.mesh[i]; });
+    var ways = c.spec.map(function (entry) {
+      return prod((entry || []).map(function (n) { return size[n]; }));
+    });
+    if (ways.some(function (w) { return w > 1; })) {
+      for (var dim = 0; dim < c.shape.length; dim++) {
+        if (c.shape[dim] % ways[dim]) {
+          return {
+            error: "IndivisibleError: NamedSharding(mesh=" + meshText(c) + ", spec=" +
+              specText(c.spec) + ", memory_kind=device) implies that array axis " + dim +
+              " is partitioned " + ways[dim] + " times, but the dimension size is " +
+              c.shape[dim] + " (full shape: " + tuple(c.shape) + ", per-dimension " +
+              "tiling factors: " + tuple(ways) + " should evenly divide the shape)"
+          };
+        }
+      }
+    }
+    var block = c.shape.map(function (n, d) { return n / ways[d]; });
+    var devices = prod(c.mesh);
+    var blocks = [];
+    for (var device = 0; device < devices; device++) {
+      // the device's coordinate along each mesh axis, the last axis varying fastest
+      var coord = {}, rest = device;
+      for (var a = c.names.length - 1; a >= 0; a--) {
+        coord[c.names[a]] = rest % c.mesh[a];
+        rest = Math.floor(rest / c.mesh[a]);
+      }
+      blocks.push(c.spec.map(function (entry, d) {
+        var index = 0;
+        (entry || []).forEach(function (n) { index = index * size[n] + coord[n]; });
+        return [index * block[d], (index + 1) * block[d]];
+      }));
+    }
+    return { block: block, bytes: prod(block) * ITEMSIZE[c.dtype], blocks: blocks };
+  }
+
+  // -------------------------------------------------------------------- the page's form
+
+  function element(tag, attributes, text) {
+    var node = document.createElement(tag);
+    Object.keys(attributes || {}).forEach(function (k) { node.setAttribute(k, attributes[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function svgElement(tag, attributes, text) {
+    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    Object.keys(attributes || {}).forEach(function (k) { node.setAttribute(k, attributes[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function sizes(text, what, most) {
+    var parts = text.split(/[\s,×]+/).filter(Boolean);
+    if (!parts.length || parts.length > most) {
+      throw new Error(what + ": give 1 to " + most + " whole numbers, separated by commas.");
+    }
+    return parts.map(function (p) {
+      if (!/^\d+$/.test(p) || +p < 1) {
+        throw new Error(what + ": " + p + " is not a whole number of at least 1.");
+      }
+      return +p;
+    });
+  }
+
+  function names(text, count) {
+    var parts = text.split(/[\s,]+/).filter(Boolean);
+    if (parts.length !== count) {
+      throw new Error("Axis names: give one name per mesh axis (" + count + ").");
+    }
+    parts.forEach(function (p) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) {
+        throw new Error("Axis names: " + p + " is not a Python identifier.");
+      }
+    });
+    if (new Set(parts).size !== parts.length) {
+      throw new Error("Axis names: each axis needs a name of its own.");
+    }
+    return parts;
+  }
+
+  function permutations(items, k) {
+    if (k === 0) return [[]];
+    var out = [];
+    items.forEach(function (item, i) {
+      var rest = items.slice(0, i).concat(items.slice(i + 1));
+      permutations(rest, k - 1).forEach(function (p) { out.push([item].concat(p)); });
+    });
+    return out;
+  }
+
+  // What one dimension's menu offers: None, each axis, each ordered tuple of axes.
+  function choices(axisNames) {
+    var out = [null];
+    for (var k = 1; k <= axisNames.length; k++) out = out.concat(permutations(axisNames, k));
+    return out;
+  }
+
+  function choiceValue(entry) {
+    return entry === null ? "None" : entry.join("+");
+  }
+
+  function choiceLabel(entry) {
+    if (entry === null) return "None";
+    return entry.length === 1 ? quoted(entry[0]) : tuple(entry.map(quoted));
+  }
+
+  function ranges(block) {
+    return block.map(function (r) { return r[0] + ":" + r[1]; }).join(", ");
+  }
+
+  function deviceList(ids) {
+    // 0, 1, 2, 3 -> 0–3; 0, 4 -> 0, 4
+    var out = [], start = 0;
+    for (var i = 1; i <= ids.length; i++) {
+      if (i === ids.length || ids[i] !== ids[i - 1] + 1) {
+        out.push(i - start > 2 ? ids[start] + "–" + ids[i - 1] :
+          ids.slice(start, i).join(", "));
+        start = i;
+      }
+    }
+    return out.join(", ");
+  }
+
+  function Explorer(root) {
+    this.root = root;
+    this.form = root.querySelector("form");
+    this.fields = {};
+    var self = this;
+    ["shape", "mesh", "names", "dtype"].forEach(function (k) {
+      self.fields[k] = self.form.elements[k];
+    });
+    this.specRow = root.querySelector("[data-explorer=spec]");
+    this.out = root.querySelector("[data-explorer=answer]");
+    this.form.addEventListener("input", function (event) {
+      if (event.target.name !== "spec") self.rebuildSpec();
+      self.show();
+    });
+    this.form.addEventListener("change", function () { self.show(); });
+    this.form.addEventListener("submit", function (event) { event.preventDefault(); });
+    this.rebuildSpec();
+    this.show();
+  }
+
+  // The form's case, or throws an Error whose message says what to change.
+  Explorer.prototype.read = function () {
+    var shape = sizes(this.fields.shape.value, "Array shape", 4);
+    var mesh = sizes(this.fields.mesh.value, "Mesh shape", 3);
+    if (prod(mesh) > MAX_DEVICES) {
+      throw new Error("Mesh shape: " + prod(mesh) + " devices; the explorer draws up to " +
+        MAX_DEVICES + ".");
+    }
+    var axisNames = names(this.fields.names.value, mesh.length);
+    var spec = Array.prototype.map.call(
+      this.specRow.querySelectorAll("select"),
+      function (s) { return s.value === "None" ? null : s.value.split("+"); });
+    return { shape: shape, mesh: mesh, names: axisNames, spec: spec,
+      dtype: this.fields.dtype.value };
+  };
+
+  Explorer.prototype.rebuildSpec = function () {
+    var shape, axisNames;
+    try {
+      shape = sizes(this.fields.shape.value, "Array shape", 4);
+      axisNames = names(this.fields.names.value,
+        sizes(this.fields.mesh.value, "Mesh shape", 3).length);
+    } catch (err) {
+      return; // show() says what is wrong
+    }
+    var old = Array.prototype.map.call(this.specRow.querySelectorAll("select"),
+      function (s) { return s.value; });
+    var key = shape.length + "|" + axisNames.join(",");
+    if (this.specRow.dataset.key === key) return;
+    this.specRow.dataset.key = key;
+    this.specRow.textContent = "";
+    this.specRow.appendChild(element("span", { "aria-hidden": "true" }, "P("));
+    var options = choices(axisNames);
+    for (var d = 0; d < shape.length; d++) {
+      var id = "explorer-spec-" + d;
+      var label = element("label", { for: id, class: "explorer-spec-dim" });
+      label.appendChild(element("span", {}, "dimension " + d));
+      var select = element("select", { id: id, name: "spec" });
+      options.forEach(function (entry) {
+        select.appendChild(element("option", { value: choiceValue(entry) }, choiceLabel(entry)));
+      });
+      if (old[d] && Array.prototype.some.call(select.options,
+        function (o) { return o.value === old[d]; })) {
+        select.value = old[d];
+      }
+      label.appendChild(select);
+      this.specRow.appendChild(label);
+    }
+    this.specRow.appendChild(element("span", { "aria-hidden": "true" }, ")"));
+  };
+
+  Explorer.prototype.show = function () {
+    this.out.textContent = "";
+    var c;
+    try {
+      c = this.read();
+    } catch (err) {
+      this.out.appendChild(element("p", { class: "explorer-input-error", role: "alert" },
+        err.message));
+      return;
+    }
+    var found = layout(c);
+    var code = element("p");
+    code.appendChild(element("code", { "data-explorer": "spec-text" }, specText(c.spec)));
+    this.out.appendChild(code);
+    if (found.error) {
+      this.out.appendChild(element("p", {}, "JAX refuses this spec:"));
+      this.out.appendChild(element("pre", { "data-explorer": "error" }, found.error));
+      return;
+    }
+    var copies = c.mesh.reduce(function (a, b) { return a * b; }, 1) /
+      (prod(c.shape) / prod(found.block));
+    var summary = element("p", { "data-explorer": "summary", "data-bytes": found.bytes });
+    summary.textContent = "Each device holds a block of " + tuple(found.block) + ", " +
+      found.bytes.toLocaleString("en") + " bytes of " + c.dtype + "; each block is on " +
+      copies + (copies === 1 ? " device." : " devices.");
+    this.out.appendChild(summary);
+    this.out.appendChild(this.picture(c, found));
+    this.out.appendChild(this.table(c, found));
+  };
+
+  Explorer.prototype.table = function (c, found) {
+    var details = element("details", { "data-explorer": "devices" });
+    details.appendChild(element("summary", {}, "Every device's block (" + found.blocks.length +
+      " devices)"));
+    var table = element("table");
+    var head = element("tr");
+    ["device", "mesh position"].concat(["indices"]).forEach(function (t) {
+      head.appendChild(element("th", { scope: "col" }, t));
+    });
+    table.appendChild(element("thead")).appendChild(head);
+    var body = element("tbody");
+    found.blocks.forEach(function (block, device) {
+      var row = element("tr");
+      var coord = [], rest = device;
+      for (var a = c.names.length - 1; a >= 0; a--) {
+        coord.unshift(c.names[a] + "=" + (rest % c.mesh[a]));
+        rest = Math.floor(rest / c.mesh[a]);
+      }
+      row.appendChild(element("th", { scope: "row" }, String(device)));
+      row.appendChild(element("td", {}, coord.join(" ")));
+      row.appendChild(element("td", { "data-explorer": "indices" }, ranges(block)));
+      body.appendChild(row);
+    });
+    table.appendChild(body);
+    details.appendChild(table);
+    return details;
+  };
+
+  /* The blocks as a picture: the last two dimensions as a grid of blocks (rows, columns),
+   * the dimensions before them as panels side by side, each block labelled with the devices
+   * that hold it and coloured so that copies of one block share a colour. */
+  Explorer.prototype.picture = function (c, found) {
+    var nd = c.shape.length;
+    var rowsDim = nd >= 2 ? nd - 2 : -1, colsDim = nd - 1;
+    var ways = found.block.map(function (b, d) { return c.shape[d] / b; });
+    var holders = {};
+    found.blocks.forEach(function (block, device) {
+      var key = block.map(function (r) { return r[0]; }).join(",");
+      (holders[key] = holders[key] || []).push(device);
+    });
+    var panelDims = [];
+    for (var d = 0; d < nd - 2; d++) panelDims.push(d);
+    var panels = [[]];
+    panelDims.forEach(function (d) {
+      var next = [];
+      panels.forEach(function (p) {
+        for (var i = 0; i < ways[d]; i++) next.push(p.concat([i]));
+      });
+      panels = next;
+    });
+    var MAX_PANELS = 16;
+    var shownPanels = panels.slice(0, MAX_PANELS);
+    var rows = rowsDim >= 0 ? ways[rowsDim] : 1, cols = ways[colsDim];
+    var cell = Math.max(22, Math.min(64, Math.floor(480 / Math.max(rows, cols))));
+    var pad = 18, gap = 16;
+    var panelW = cols * cell, panelH = rows * cell;
+    var perLine = Math.max(1, Math.floor(720 / (panelW + gap)));
+    var lines = Math.ceil(shownPanels.length / perLine);
+    var width = Math.min(shownPanels.length, perLine) * (panelW + gap) + pad;
+    var height = lines * (panelH + pad + gap) + pad;
+    var order = Object.keys(holders);
+    var svg = svgElement("svg", {
+      viewBox: "0 0 " + width + " " + height, width: width, class: "explorer-picture",
+      role: "img",
+      "aria-label": "Blocks of the " + tuple(c.shape) + " array: " + order.length +
+        " distinct blocks over " + found.blocks.length + " devices; the table below " +
+        "lists every device's block."
+    });
+    shownPanels.forEach(function (panel, p) {
+      var x0 = pad + (p % perLine) * (panelW + gap);
+      var y0 = pad + Math.floor(p / perLine) * (panelH + pad + gap);
+      if (panelDims.length) {
+        var title = panel.map(function (i, k) {
+          var b = found.block[panelDims[k]];
+          return (i * b) + ":" + ((i + 1) * b);
+        }).join(", ");
+        svg.appendChild(svgElement("text", { x: x0, y: y0 - 5, class: "explorer-panel" },
+          "[" + title + ", …]"));
+      }
+      for (var r = 0; r < rows; r++) {
+        for (var k = 0; k < cols; k++) {
+          var start = [];
+          for (var d = 0; d < nd; d++) {
+            var i = d < panelDims.length ? panel[d] : d === rowsDim ? r : k;
+            start.push(i * found.block[d]);
+          }
+          var key = start.join(",");
+          var ids = holders[key] || [];
+          var colour = order.indexOf(key) % 8;
+          var g = svgElement("g", { class: "explorer-block explorer-c" + colour });
+          g.appendChild(svgElement("rect", {
+            x: x0 + k * cell, y: y0 + r * cell, width: cell, height: cell
+          }));
+          var label = ids.length === 1 ? String(ids[0]) :
+            ids.length <= 3 ? ids.join(",") : ids.length + "×";
+          if (cell >= 22) {
+            g.appendChild(svgElement("text", {
+              x: x0 + k * cell + cell / 2, y: y0 + r * cell + cell / 2 + 4,
+              "text-anchor": "middle"
+            }, label));
+          }
+          g.appendChild(svgElement("title", {}, "block at " + tuple(start) + ": devices " +
+            deviceList(ids)));
+          svg.appendChild(g);
+        }
+      }
+    });
+    var figure = element("figure", { class: "explorer-figure" });
+    figure.appendChild(svg);
+    var caption = "Rows: dimension " + (rowsDim >= 0 ? rowsDim : "—") + ", columns: " +
+      "dimension " + colsDim + (panelDims.length ? "; one panel per block of dimension" +
+      (panelDims.length > 1 ? "s " : " ") + panelDims.join(" and ") : "") +
+      ". Each square is a block, labelled with the device that holds it (or how many " +
+      "devices hold copies); copies share a colour.";
+    if (panels.length > MAX_PANELS) {
+      caption += " The first " + MAX_PANELS + " of " + panels.length + " panels.";
+    }
+    figure.appendChild(element("figcaption", {}, caption));
+    return figure;
+  };
+
+  window.ShardingExplorer = { layout: layout, specText: specText };
+
+  function start() {
+    var root = document.getElementById("explorer-app");
+    if (root) {
+      root.hidden = false;
+      window.ShardingExplorer.page = new Explorer(root);
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,257 @@
+"""The sharding explorer's grid: cases whose answers JAX gives, for the page's script to match.
+
+The explorer (docs/javascripts/sharding-explorer.js) computes in the browser where each block
+of an array lives, its bytes, and JAX's error text for a spec that cannot place the array.
+This module picks a grid of cases (`cases`), asks JAX for each answer through the page's own
+`snippets.tools.sharding_explorer.layout` on up to 256 virtual CPU devices (`expected`: a
+separate process, cached under .cache/explorer), and renders a few as the page's static table
+of examples (`examples_table`), which is what a reader without the script sees. The browser
+tests drive the page through every case and compare (tests/browser/test_explorer.py).
+
+Run `python -m docs_build.explorer` to print how many cases there are and a few answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LAYOUT = ROOT / "snippets" / "tools" / "sharding_explorer" / "layout.py"
+CACHE = ROOT / ".cache" / "explorer"
+DEVICES = 256  # the largest mesh the explorer offers
+MINIMUM_CASES = 200
+MARKER = "<!-- explorer: examples -->"
+COUNT = "<!-- explorer: count -->"
+
+# Meshes a reader is likely to try: 1 to 3 axes, 3 to 256 devices, sizes that are not powers
+# of two among them.
+MESHES = [
+    ((8,), ("x",)),
+    ((3,), ("x",)),
+    ((16,), ("devices",)),
+    ((2, 4), ("x", "y")),
+    ((4, 2), ("data", "model")),
+    ((2, 3), ("x", "y")),
+    ((1, 8), ("x", "y")),
+    ((4, 4), ("x", "y")),
+    ((2, 8), ("data", "model")),
+    ((16, 16), ("x", "y")),
+    ((2, 2, 2), ("x", "y", "z")),
+    ((2, 2, 4), ("data", "fsdp", "tensor")),
+    ((4, 4, 4), ("x", "y", "z")),
+    ((8, 4, 8), ("data", "fsdp", "tensor")),
+]
+SHAPES = [
+    (8,),
+    (12,),
+    (256,),
+    (6, 4),
+    (16, 8),
+    (32, 64),
+    (256, 12),
+    (8, 6, 4),
+    (16, 16, 16),
+    (12, 8, 32),
+    (4, 8, 2, 6),
+    (64, 32, 8, 2),
+    (16, 16, 16, 16),
+]
+DTYPES = ("float32", "bfloat16", "int8")
+
+
+def spec_choices(names: tuple[str, ...]) -> list[tuple[str, ...] | None]:
+    """What one dimension of a spec may hold in the explorer: nothing, an axis, or an
+    ordered tuple of axes (the page's menus offer exactly these)."""
+    found: list[tuple[str, ...] | None] = [None]
+    for k in range(1, len(names) + 1):
+        found += list(itertools.permutations(names, k))
+    return found
+
+
+def _distinct_axes(rng: random.Random, names, ndim: int) -> tuple:
+    """A spec that uses each axis at most once (it may still not divide the shape)."""
+    left, spec = list(names), []
+    for _ in range(ndim):
+        options = [c for c in spec_choices(tuple(left)) if c is None or len(c) <= 2]
+        pick = rng.choice(options)
+        spec.append(pick)
+        left = [a for a in left if pick is None or a not in pick]
+    return tuple(spec)
+
+
+def cases() -> list[dict]:
+    """The grid: every mesh with every shape, and for each the replicated spec, two specs
+    that use each axis at most once and one drawn freely, with a fixed seed (so an axis used
+    twice and sizes that do not divide come up too)."""
+    rng = random.Random(0)
+    found = []
+    for (mesh_shape, names), shape in itertools.product(MESHES, SHAPES):
+        picked = [tuple([None] * len(shape))]  # replicated: always
+        for draw in range(12):
+            if len(picked) == 4:
+                break
+            spec = (
+                _distinct_axes(rng, names, len(shape))
+                if draw % 4 < 3
+                else tuple(rng.choice(spec_choices(names)) for _ in shape)
+            )
+            if spec not in picked:
+                picked.append(spec)
+        for spec in picked:
+            found.append(
+                {
+                    "shape": list(shape),
+                    "mesh": list(mesh_shape),
+                    "names": list(names),
+                    "spec": [list(e) if e else None for e in spec],
+                    "dtype": rng.choice(DTYPES),
+                }
+            )
+    return found
+
+
+def _key(grid: list[dict]) -> str:
+    from docs_build import outputs
+
+    digest = hashlib.sha256()
+    digest.update(LAYOUT.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(json.dumps(grid).encode())
+    digest.update(json.dumps(outputs.versions(), sort_keys=True).encode())
+    return digest.hexdigest()[:20]
+
+
+def expected(grid: list[dict] | None = None) -> list[dict]:
+    """JAX's answer for each case (cached: computed again when the grid, the layout code or
+    a pinned version changes)."""
+    grid = cases() if grid is None else grid
+    path = CACHE / f"{_key(grid)}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "docs_build.explorer", "--answer"],
+        input=json.dumps(grid),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if proc.returncode:
+        raise RuntimeError(
+            f"JAX could not answer the explorer's grid (docs_build/explorer.py):\n"
+            f"{proc.stderr[-4000:]}"
+        )
+    answers = json.loads(proc.stdout)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    return answers
+
+
+def _answer(grid: list[dict]) -> list[dict]:
+    """In a process of its own, with DEVICES virtual CPU devices."""
+    from docs_build.devices import use_cpu_devices
+
+    use_cpu_devices(DEVICES)
+    from snippets.tools.sharding_explorer.layout import layout
+
+    return [
+        layout(
+            tuple(c["shape"]),
+            tuple(c["mesh"]),
+            tuple(c["names"]),
+            tuple(
+                tuple(e) if e and len(e) > 1 else (e[0] if e else None)
+                for e in c["spec"]
+            ),
+            c["dtype"],
+        )
+        for c in grid
+    ]
+
+
+def spec_text(spec: list) -> str:
+    """A case's spec as Python writes it: P('x', None), P(('x', 'y'),)."""
+    parts = [
+        "None" if e is None else repr(e[0]) if len(e) == 1 else repr(tuple(e))
+        for e in spec
+    ]
+    return "P(" + (parts[0] + "," if len(parts) == 1 else ", ".join(parts)) + ")"
+
+
+def mesh_text(case: dict) -> str:
+    return ", ".join(
+        f"{a}: {n}" for n, a in zip(case["mesh"], case["names"], strict=True)
+    )
+
+
+# The cases the page's static table shows: one of each kind a reader meets.
+EXAMPLES = (
+    ((8,), ("x",), (16, 8), [["x"], None], "float32"),
+    ((2, 4), ("x", "y"), (16, 8), [["x"], ["y"]], "float32"),
+    ((2, 4), ("x", "y"), (16, 8), [["x", "y"], None], "bfloat16"),
+    ((2, 4), ("x", "y"), (16, 8), [["y"], None], "float32"),
+    ((2, 2, 2), ("x", "y", "z"), (8, 6, 4), [["x"], None, ["z"]], "float32"),
+    ((2, 4), ("x", "y"), (6, 4), [["y"], None], "float32"),
+    ((2, 4), ("x", "y"), (16, 8), [["x"], ["x"]], "float32"),
+)
+
+
+def example_cases() -> list[dict]:
+    return [
+        {"shape": list(s), "mesh": list(m), "names": list(n), "spec": spec, "dtype": d}
+        for m, n, s, spec, d in EXAMPLES
+    ]
+
+
+def examples_table() -> str:
+    grid = example_cases()
+    lines = [
+        "| array | mesh | spec | each device holds | bytes per device |",
+        "|---|---|---|---|---|",
+    ]
+    for case, found in zip(grid, expected(grid), strict=True):
+        array = f"{case['dtype']}{tuple(case['shape'])}".replace(",)", ")")
+        if "error" in found:
+            held = f"`{found['error'].split(':')[0]}`"
+            size = "\u2014"
+        else:
+            copies = len(found["blocks"]) // len(
+                {json.dumps(b) for b in found["blocks"]}
+            )
+            held = f"a block of {tuple(found['block'])}".replace(",)", ")")
+            held += f", on {copies} devices each" if copies > 1 else ", its own"
+            size = f"{found['bytes']:,}"
+        lines.append(
+            f"| {array} | {mesh_text(case)} | `{spec_text(case['spec'])}` | {held} | {size} |"
+        )
+    return "\n".join(lines)
+
+
+def fill(markdown: str) -> str:
+    """The explorer page with its table of examples and the size of its grid."""
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, examples_table())
+    return markdown.replace(COUNT, f"{len(cases()):,}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--answer"]:
+        print(json.dumps(_answer(json.loads(sys.stdin.read()))))
+        return 0
+    grid = cases()
+    answers = expected(grid)
+    errors = sum("error" in a for a in answers)
+    print(f"{len(grid)} cases, {errors} of them errors")
+    print(examples_table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
