@@ -196,16 +196,18 @@ def rows(
     results: Mapping[str, outputs.PageResult],
     order: Sequence[str],
     toc_options: Mapping | None = None,
+    docs: Path = outputs.DOCS,
 ) -> list[Row]:
     """The index's rows: every error the pages printed, by class and then message.
 
-    `results` are the pages' outputs (`outputs.ensure`); `order` is the reading order of the
-    navigation, which decides whose printed text a row shows and the order of its links.
+    `results` are the pages' outputs (`outputs.ensure`), by path relative to `docs`; `order`
+    is the reading order of the navigation, which decides whose printed text a row shows and
+    the order of its links.
     """
     position = {page: i for i, page in enumerate(order)}
     by_key: dict[tuple[str, str], Row] = {}
     for page in sorted(results, key=lambda p: (position.get(p, len(position)), p)):
-        path = outputs.DOCS / page
+        path = docs / page
         found = printed_errors(
             page,
             outputs.page_blocks(path),
@@ -271,12 +273,13 @@ def fill(
     results: Mapping[str, outputs.PageResult],
     order: Sequence[str],
     toc_options: Mapping | None = None,
+    docs: Path = outputs.DOCS,
 ) -> str:
     """Replace the index's marker in a page's Markdown, if it has one."""
     if MARKER not in markdown:
         return markdown
     try:
-        table = tables(rows(results, order, toc_options), page)
+        table = tables(rows(results, order, toc_options, docs), page)
     except ErrorIndexError as err:
         raise ErrorIndexError(f"{page}: {MARKER}: {err}") from None
     return markdown.replace(MARKER, table)
