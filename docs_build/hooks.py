@@ -3,7 +3,8 @@
 Registered in mkdocs.yml under `hooks:`. Before any page is rendered, `on_pre_build` brings
 every page's outputs up to date (see `docs_build.outputs`) and writes the notebooks with them; a
 failing snippet stops the build with its name and traceback. `on_page_markdown` then places, after each Python fence, what that fence
-printed (a text block) and drew (inline SVG diagrams).
+printed (a text block) and drew (inline SVG diagrams), and fills the generated blocks: the
+error index (`docs_build.errorindex`), the version matrix's and the TPU results' markers.
 """
 
 from __future__ import annotations
