@@ -3,7 +3,8 @@
 Registered in mkdocs.yml under `hooks:`. Before any page is rendered, `on_pre_build` brings
 every page's outputs up to date (see `docs_build.outputs`) and writes the notebooks with them; a
 failing snippet stops the build with its name and traceback. `on_page_markdown` then places, after each Python fence, what that fence
-printed (a text block) and drew (inline SVG diagrams).
+printed (a text block) and drew (inline SVG diagrams), and fills the generated blocks: the
+error index (`docs_build.errorindex`), the version matrix's and the TPU results' markers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from docs_build import explorer, notebooks, outputs
+from docs_build import errorindex, explorer, notebooks, outputs
 from docs_build.devices import CACHE_SETTINGS
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
@@ -26,6 +27,7 @@ _results: dict[str, outputs.PageResult] = {}
 _first_shown: dict[
     str, str
 ] = {}  # `file:section` -> the first page (nav order) showing it
+_reading_order: list[str] = []  # the pages of the navigation, in order
 
 
 def on_config(config):
@@ -72,6 +74,7 @@ def on_pre_build(config):
 def on_nav(nav, config, files):
     """Note, for each included section, the first page in reading order that shows it."""
     _first_shown.clear()
+    _reading_order[:] = [page.file.src_uri for page in nav.pages]
     for page in nav.pages:
         text = Path(page.file.abs_src_path).read_text(encoding="utf-8")
         for _, targets in python_fences_with_includes(text.split("\n")):
@@ -132,16 +135,28 @@ def on_page_markdown(markdown, page, config, files):
         if shown:
             at = after_annotations(lines, block.end_line)
             lines[at:at] = ["", *"\n\n".join(shown).split("\n"), ""]
-    # Last, because they change line numbers: version numbers and tables from the version
-    # matrix, and a note under the title when the code needs a newer release.
+    # Last, because they change line numbers: the error index (docs/guides/error-index.md),
+    # version numbers and tables from the version matrix, and a note under the title when
+    # the code needs a newer release.
     try:
-        markdown = version_pages.fill("\n".join(lines), page.file.src_uri)
+        markdown = errorindex.fill(
+            "\n".join(lines),
+            page.file.src_uri,
+            _results,
+            _reading_order,
+            config.mdx_configs.get("toc"),
+        )
+        markdown = version_pages.fill(markdown, page.file.src_uri)
         markdown = tpu_pages.fill(markdown)
         markdown = explorer.fill(markdown)
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)
-    except (version_pages.VersionsError, tpu_pages.TpuPagesError) as err:
+    except (
+        errorindex.ErrorIndexError,
+        version_pages.VersionsError,
+        tpu_pages.TpuPagesError,
+    ) as err:
         raise PluginError(str(err)) from None
     if blocks and not notebooks.needs_the_repository(blocks):
         # Every page with code is also a notebook: say where, under the title.

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html import escape, unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -469,6 +470,125 @@ def test_search_finds_each_text_once_and_stays_small(built_site):
                 assert code not in seen, f"{entry['location']} repeats {seen[code]}"
                 seen[code] = entry["location"]
     assert len(seen) > 50  # code is still searchable where it is first shown
+
+
+# The error index (docs/guides/error-index.md, made by docs_build/errorindex.py), read from
+# the built site and held against what the pages printed, found here by a plain search of
+# the outputs rather than by the code that made the index.
+PRINTED_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning)):(?: (.*))?$")
+
+
+def printed_error_lines() -> list[tuple[str, str, str, str]]:
+    """(page, class, line, message) for every printed line that names an exception class;
+    a class with nothing after it (`label: TypeError:`) has its message on the next line."""
+    found = []
+    for page, result in sorted(outputs.ensure(outputs.doc_pages()).items()):
+        for chunks in result.blocks:
+            for chunk in chunks:
+                lines = chunk.get("text", "").split("\n")
+                for i, line in enumerate(lines):
+                    if match := PRINTED_ERROR.search(line):
+                        below = (s for s in lines[i + 1 :] if s.strip())
+                        message = match[2] or next(below, "")
+                        found.append((page, match[1], line.strip(), message.strip()))
+    return found
+
+
+def built_page(site: Path, page: str) -> Path:
+    return site / page.removesuffix(".md").removesuffix("index") / "index.html"
+
+
+def built_sections(path: Path) -> list[tuple[str, str]]:
+    """A built page's article cut at each heading: (the heading's id, its text and the text
+    after it, up to the next heading), tags removed."""
+    html = path.read_text(encoding="utf-8")
+    article = html[html.index("<article") : html.index("</article>")]
+    parts = re.split(r'<h[1-6] id="([^"]+)"', article)
+    return [
+        (anchor, unescape(re.sub(r"<[^>]+>", "", body)))
+        for anchor, body in zip(parts[1::2], parts[2::2], strict=True)
+    ]
+
+
+@pytest.fixture(scope="module")
+def error_index(built_site) -> list[tuple[str, str, list[tuple[Path, str]]]]:
+    """The built index's rows: class, message, and links as (built file, heading id)."""
+    index = built_site / "guides" / "error-index" / "index.html"
+    html = index.read_text(encoding="utf-8")
+    rows = []
+    tables = re.findall(
+        r'<h2 id="[^"]+"><code>(\w+)</code>.*?</h2>\s*<table>(.*?)</table>', html, re.S
+    )
+    for kind, table in tables:
+        for message, where in re.findall(
+            r"<tr>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*</tr>", table, re.S
+        ):
+            links = [
+                ((index.parent / href / "index.html").resolve(), anchor)
+                for href, anchor in re.findall(r'<a href="([^"#]*)#([^"]+)"', where)
+            ]
+            rows.append((kind, unescape(re.sub(r"</?code>", "", message)), links))
+    assert len(rows) >= 40, "the index lost its rows"
+    return rows
+
+
+def test_the_error_index_links_every_printed_error_to_its_section(
+    built_site, error_index
+):
+    """Each error line a page prints is on a row of its class that links the section of the
+    built page showing it: the nearest heading above it."""
+    printed = printed_error_lines()
+    assert {page for page, *_ in printed} >= {
+        "guides/errors.md",
+        "guides/migration.md",
+        "guides/migration-flax.md",
+    }
+    for page, kind, line, _ in printed:
+        path = built_page(built_site, page).resolve()
+        under = {anchor for anchor, text in built_sections(path) if line in text}
+        assert under, f"{page}: the built page does not show {line!r}"
+        linked = {
+            anchor
+            for row_kind, _, links in error_index
+            if row_kind == kind
+            for target, anchor in links
+            if target == path
+        }
+        assert under <= linked, f"{page}: {line!r} is under {under}, linked: {linked}"
+
+
+def test_each_error_index_row_quotes_a_printed_message_and_links_where_it_is_shown(
+    built_site, error_index
+):
+    messages: dict[str, list[str]] = {}
+    for _, kind, _, message in printed_error_lines():
+        messages.setdefault(kind, []).append(message)
+    for kind, text, links in error_index:
+        start = text.removesuffix(" \N{HORIZONTAL ELLIPSIS}")
+        assert any(m.startswith(start) for m in messages.get(kind, [])), (kind, text)
+        assert links, text
+        for target, anchor in links:
+            sections = dict(built_sections(target))
+            assert anchor in sections, f"{text!r} links {target}#{anchor}"
+            assert f"{kind}:" in sections[anchor], f"{target}#{anchor} shows no {kind}"
+
+
+def test_search_finds_each_error_of_the_index_on_the_index_page(
+    built_site, error_index
+):
+    """The tables are not left out of the search index (as printed outputs are): each
+    message is in the entry of its class's section of the index page."""
+    entries = json.loads(
+        (built_site / "search" / "search_index.json").read_text(encoding="utf-8")
+    )["docs"]
+    ours = [e for e in entries if e["location"].startswith("guides/error-index/")]
+    for kind, text, _ in error_index:
+        quoted = f"<code>{escape(text, quote=False)}</code>"
+        assert [
+            e
+            for e in ours
+            if quoted in e["text"] and f"<code>{kind}</code>" in e["title"]
+        ], text
 
 
 def test_every_page_stays_under_150_kb(built_site):

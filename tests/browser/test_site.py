@@ -112,6 +112,9 @@ def test_the_checker_catches_a_page_that_asks_another_host(context, tmp_path):
         ("psum", "concepts/collectives/"),
         ("PartitionSpec", "basics/partition-spec/"),
         ("FSDP", "training/fsdp/"),
+        # Words of an error message, which only the error index has (printed outputs are
+        # left out of the search index).
+        ("resolved unambiguously", "guides/error-index/"),
     ],
 )
 def test_search_finds_the_page(context, base_url, query, expected):
