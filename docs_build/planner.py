@@ -238,15 +238,16 @@ class Plan:
     gradients: bytes per element of their summed gradients;
     activations: bytes per element of the tensor axis's activation sums (one per block
     travels in float32 on every program compiled: see wire_terms);
-    scatter: which gradients are summed by a reduce-scatter over fsdp (and an all-reduce
-    of the slice over data) rather than an all-reduce over data x fsdp: "all", "head"
-    (the output head only) or "none".
+    scatter: the matrices whose gradients are summed by a reduce-scatter over fsdp (and
+    an all-reduce of the slice over data) rather than an all-reduce over data x fsdp,
+    from MATRICES: "qkv", "out", "mlp" (up or down: the same size, so the program cannot
+    say which; twice for both) and "head".
     """
 
     gather: int = BF16
     gradients: int = F32
     activations: int = BF16
-    scatter: str = "all"
+    scatter: tuple[str, ...] = ("qkv", "out", "mlp", "mlp", "head")
 
     def __post_init__(self):
         for name in ("gather", "gradients", "activations"):
@@ -254,9 +255,10 @@ class Plan:
                 raise CostModelError(
                     f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
                 )
-        if self.scatter not in ("all", "head", "none"):
+        if any(self.scatter.count(m) > MATRICES.count(m) for m in self.scatter):
             raise CostModelError(
-                f"scatter must be all, head or none, not {self.scatter!r}"
+                f"scatter names matrices from {MATRICES}, each at most as often as "
+                f"there, not {self.scatter!r}"
             )
 
     def departures(self) -> list[str]:
@@ -267,12 +269,30 @@ class Plan:
             ours, taught = getattr(self, name), getattr(TEXTBOOK, name)
             if ours != taught:
                 out.append(f"{name} in {width[ours]}, not {width[taught]}")
-        if self.scatter != TEXTBOOK.scatter:
-            summed = {"head": "all but the head", "none": "all"}[self.scatter]
+        left = list(MATRICES)
+        for m in self.scatter:
+            left.remove(m)
+        if left:
             out.append(
-                f"{summed} gradients all-reduced over data x fsdp, not scattered"
+                f"gradients of {', '.join(left)} all-reduced over data x fsdp, not "
+                "scattered"
             )
         return out
+
+
+# Each block's matrices and the head, as the gradient sums see them.
+MATRICES = ("qkv", "out", "mlp", "mlp", "head")
+
+
+def _matrix_sizes(model: Model, tensor: int) -> dict[str, float]:
+    """Elements of each matrix's gradient on one device before the sum (tensor-split)."""
+    d = model.d_model
+    return {
+        "qkv": 3 * d * d / tensor,
+        "out": d * d / tensor,
+        "mlp": d * model.mlp / tensor,
+        "head": d * model.vocab / tensor,
+    }
 
 
 # The plan the code asks for: gather the bf16 copies it casts, sum f32 gradients with
@@ -407,12 +427,19 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     gathers = (1 + remat) * layers * _ring(
         "all-gather", f, plan.gather * matrices + F32 * 2 * d
     ) + _ring("all-gather", f, F32 * v * d / t + plan.gather * d * v / t + F32 * d)
-    every = plan.scatter == "all"
+    size = _matrix_sizes(model, t)
+    scattered = list(plan.scatter)
+    summed = 0.0
+    for name in MATRICES:
+        scatters = name in scattered
+        if scatters:
+            scattered.remove(name)
+        times = 1 if name == "head" else layers
+        summed += times * _gradient_sum(scatters, layout, plan.gradients * size[name])
     gradients = (
-        layers * _gradient_sum(every, layout, plan.gradients * matrices)
+        summed
         + layers * _ring("all-reduce", a * f, F32 * 2 * d)
         + _ring("all-reduce", a * f, F32 * (v * d / t + d))
-        + _gradient_sum(plan.scatter != "none", layout, plan.gradients * d * v / t)
     )
     tokens = model.batch / (a * f) * model.seq
     block = tokens * d
@@ -501,7 +528,7 @@ def _width(collectives) -> int | None:
     return min(found) if found else None
 
 
-def plan_of(entry: dict) -> Plan:
+def plan_of(entry: dict, model: Model) -> Plan:
     """The plan a compiled grid entry (docs_build/planner_grid.json) carried out.
 
     Collectives are told apart by their group: gathers over fsdp, gradient sums over
@@ -521,13 +548,22 @@ def plan_of(entry: dict) -> Plan:
     activation_sums = [
         c for c in big if c["kind"] == "all-reduce" and c["group_size"] == t
     ]
-    scattered = [c for c in gradient_sums if c["kind"] == "reduce-scatter"]
-    if not scattered:
-        scatter = "none" if f > 1 else TEXTBOOK.scatter
-    elif all(c["runs"] == 1 for c in scattered):
-        scatter = "head"
-    else:
-        scatter = "all"
+    scatter = TEXTBOOK.scatter
+    if f > 1:  # without fsdp, every gradient is all-reduced under any plan
+        names = {e: n for n, e in _matrix_sizes(model, t).items() if n != "head"}
+        found = []
+        for c in gradient_sums:
+            if c["kind"] != "reduce-scatter":
+                continue
+            for shape in c["shapes"]:
+                elements = math.prod(hlo.arrays(shape)[0][1]) * c["group_size"]
+                if c["runs"] == 1:
+                    found.append("head")
+                elif elements in names:
+                    found.append(names[elements])
+                else:
+                    raise CostModelError(f"a reduce-scatter of {shape}: no such matrix")
+        scatter = tuple(sorted(found, key=MATRICES.index))
     return Plan(
         gather=_width(gathers) or TEXTBOOK.gather,
         gradients=_width(gradient_sums) or TEXTBOOK.gradients,
