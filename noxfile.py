@@ -8,6 +8,7 @@
     nox -s latest   the tests and a strict build against the newest jax, flax and optax
     nox -s versions probe what the site teaches under every JAX release line (minutes)
     nox -s tpu      compile the training steps for TPU topologies, without a TPU
+    nox -s planner  compile the transformer step for the strategy planner's grid
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
     nox -s lighthouse   Lighthouse scores of three pages in Chromium
 
@@ -306,6 +307,18 @@ def tpu(session: nox.Session) -> None:
     """
     install(session, "tpu")
     session.run("python", "-m", "docs_build.tpu", *session.posargs, env=QUIET)
+
+
+@nox.session(python=PYTHON)
+def planner(session: nox.Session) -> None:
+    """Compile the transformer page's train step for the strategy planner's grid.
+
+    Sizes x (data, fsdp, tensor) meshes x targets (CPU and TPU topologies, without a
+    TPU). Writes docs_build/planner_grid.json, which tests/docs_build/test_planner.py
+    holds the planner's formulas to: commit the result.
+    """
+    install(session, "tpu")
+    session.run("python", "-m", "docs_build.planner_grid", *session.posargs, env=QUIET)
 
 
 @nox.session(python=PYTHON)

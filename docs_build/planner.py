@@ -1,0 +1,593 @@
+"""The strategy planner's cost model: a transformer's training step, per device, by formula.
+
+The model is the transformer page's (`snippets.advanced.transformer`): token embedding,
+`layers` blocks of attention (q, k, v and out: 4 d^2 weights) and an MLP (up and down:
+2 d m), two norms per block, a final norm and an untied output head; weights are split by the
+page's RULES over a (data, fsdp, tensor) mesh, used in bfloat16, and trained with AdamW.
+
+For a layout of N devices it gives two figures per device, each a short sum of arithmetic
+on the inputs, with its formula in words (`FORMULAS`), for the planner page to show:
+
+- **state**: parameters, optimizer slots and the device's tokens: the step's arguments.
+  Checked against `memory_analysis().argument_size_in_bytes`.
+- **wire**: bytes one device sends per step, by the ring model (docs_build.costmodel),
+  under the plan the compiler chose (`Plan`; `plan_of` reads it from a compiled program).
+  Checked against the HLO reader's wire bytes.
+
+Both are held to compiled programs (docs_build/planner_grid.json, made by
+`python -m docs_build.planner_grid`) by tests/docs_build/test_planner.py, within `TOLERANCE`.
+
+Not claimed: activation and temporary bytes (no formula held within a tolerance across
+targets and sizes: `temporaries` says so), and anything about a pipeline (the transformer
+step has no pipeline; the pipeline rows are modelled, not checked: `Figures.checked`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from docs_build import hlo
+from docs_build.costmodel import F32, CostModelError
+
+__all__ = ["CostModelError"]
+
+# How far the state and wire formulas may be from a compiled program's figure, as a
+# fraction of it, on every target of the grid. The page states it.
+TOLERANCE = 0.01
+BF16 = 2
+INT32 = 4
+# Optimizer -> (slots: copies of each parameter it keeps, scalars: int32 counters in the
+# state, the step's own counter included).
+OPTIMIZERS = {"sgd": (0, 1), "momentum": (1, 1), "adam": (2, 2), "adamw": (2, 2)}
+# What the compiled grid covers: other inputs get figures, marked as not checked.
+CHECKED_OPTIMIZERS = ("adamw",)
+CHECKED_PARAM_BYTES = (F32,)
+
+
+def _ring(kind: str, n: int, full: float) -> float:
+    """Bytes one device sends for one `kind` over `n` devices of a `full`-byte array."""
+    if n == 1:
+        return 0.0
+    record = {"kind": kind, "group_size": n, "full_bytes": full, "result_bytes": full}
+    return hlo.wire_bytes(record)
+
+
+@dataclass(frozen=True)
+class Model:
+    """The planner's inputs about the model and its training."""
+
+    vocab: int
+    d_model: int
+    heads: int
+    mlp: int
+    layers: int
+    seq: int
+    batch: int  # global batch, in sequences
+    remat: bool = True  # the page's default: recompute each layer in the backward pass
+    optimizer: str = "adamw"
+    param_bytes: int = F32  # 4: float32 parameters and optimizer slots; 2: bfloat16
+    microbatches: int = 1  # only the pipeline uses it
+
+    def __post_init__(self):
+        for name in (
+            "vocab",
+            "d_model",
+            "heads",
+            "mlp",
+            "layers",
+            "seq",
+            "batch",
+            "microbatches",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise CostModelError(
+                    f"{name} must be a positive integer, not {value!r}"
+                )
+        if self.d_model % self.heads:
+            raise CostModelError(
+                f"d_model {self.d_model} does not split into {self.heads} heads: make "
+                f"d_model a multiple of heads"
+            )
+        if self.optimizer not in OPTIMIZERS:
+            raise CostModelError(
+                f"optimizer must be one of {sorted(OPTIMIZERS)}, not {self.optimizer!r}"
+            )
+        if self.param_bytes not in (BF16, F32):
+            raise CostModelError(
+                f"param_bytes must be 4 (float32) or 2 (bfloat16), not {self.param_bytes}"
+            )
+        if self.batch % self.microbatches:
+            raise CostModelError(
+                f"a batch of {self.batch} does not cut into {self.microbatches} "
+                f"microbatches: use a number of microbatches that divides it"
+            )
+
+    @classmethod
+    def from_config(cls, config, batch: int, **options) -> Model:
+        """From the transformer page's `Config` (its fields) and a global batch."""
+        return cls(
+            vocab=config.vocab,
+            d_model=config.d_model,
+            heads=config.heads,
+            mlp=config.mlp,
+            layers=config.layers,
+            seq=config.seq,
+            batch=batch,
+            remat=config.remat,
+            **options,
+        )
+
+    @property
+    def layer_matrices(self) -> int:
+        """Weights of one block's matrices: q, k, v, out (4 d^2), up and down (2 d m)."""
+        return 4 * self.d_model**2 + 2 * self.d_model * self.mlp
+
+    @property
+    def params(self) -> int:
+        """L (4 d^2 + 2 d m + 2 d) + 2 V d + d: blocks, embedding and head, final norm."""
+        d = self.d_model
+        return self.layers * (self.layer_matrices + 2 * d) + 2 * self.vocab * d + d
+
+    @property
+    def checked(self) -> bool:
+        """Whether the compiled grid covers these inputs (optimizer, parameter type)."""
+        return (
+            self.optimizer in CHECKED_OPTIMIZERS
+            and self.param_bytes in CHECKED_PARAM_BYTES
+        )
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A way to place the step on devices: a (data, fsdp, tensor) mesh, or a pipeline."""
+
+    name: str
+    data: int = 1
+    fsdp: int = 1
+    tensor: int = 1
+    stages: int = 1
+
+    def __post_init__(self):
+        sizes = (self.data, self.fsdp, self.tensor, self.stages)
+        if any(not isinstance(n, int) or n < 1 for n in sizes):
+            raise CostModelError(f"a layout needs positive axis sizes, not {self}")
+        if self.stages > 1 and max(self.data, self.fsdp, self.tensor) > 1:
+            raise CostModelError(
+                "the planner models a pipeline alone: give stages, or data, fsdp and "
+                "tensor, not both"
+            )
+
+    @property
+    def devices(self) -> int:
+        return self.data * self.fsdp * self.tensor * self.stages
+
+    @property
+    def mesh(self) -> tuple[int, int, int]:
+        return (self.data, self.fsdp, self.tensor)
+
+
+def name_of(data: int, fsdp: int, tensor: int) -> str:
+    split = [
+        n for n, k in (("data", data), ("FSDP", fsdp), ("tensor", tensor)) if k > 1
+    ]
+    if not split:
+        return "one device"
+    if len(split) == 1:
+        return split[0]
+    if split == ["data", "tensor"]:
+        return "2-D"
+    return " x ".join(split)
+
+
+def layouts(devices: int, stages: bool = True) -> list[Layout]:
+    """The planner's rows for `devices`: data, FSDP, tensor, every 2-D (data x tensor)
+    with both axes > 1, and a pipeline of `devices` stages."""
+    if not isinstance(devices, int) or devices < 1:
+        raise CostModelError(f"devices must be a positive integer, not {devices!r}")
+    rows = [
+        Layout("data", data=devices),
+        Layout("FSDP", fsdp=devices),
+        Layout("tensor", tensor=devices),
+    ]
+    rows += [
+        Layout("2-D", data=devices // t, tensor=t)
+        for t in range(2, devices // 2 + 1)
+        if devices % t == 0
+    ]
+    if stages and devices > 1:
+        rows.append(Layout("pipeline", stages=devices))
+    return rows
+
+
+def check(model: Model, layout: Layout) -> None:
+    """Refuse a layout whose axes do not divide the model's sizes, saying what to change."""
+    if layout.stages > 1:
+        if model.layers % layout.stages:
+            raise CostModelError(
+                f"{model.layers} layers do not split into {layout.stages} stages: use a "
+                f"number of stages that divides the layers"
+            )
+        return
+    rows = layout.data * layout.fsdp
+    if model.batch % rows:
+        raise CostModelError(
+            f"a batch of {model.batch} does not split over data x fsdp = {rows} devices: "
+            f"use a multiple of {rows}"
+        )
+    if model.d_model % layout.fsdp:
+        raise CostModelError(
+            f"d_model {model.d_model} does not split {layout.fsdp} ways (fsdp): use a "
+            f"multiple of {layout.fsdp}"
+        )
+    for name in ("vocab", "heads", "mlp"):
+        if getattr(model, name) % layout.tensor:
+            raise CostModelError(
+                f"{name} {getattr(model, name)} does not split {layout.tensor} ways "
+                f"(tensor): use a multiple of {layout.tensor}"
+            )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the compiler moved the step's tensors (what the wire formula needs).
+
+    gather: bytes per element of the gathered block matrices and head (2: the bfloat16
+    copies the matmuls use; 4: float32, gathered before the cast);
+    gradients: bytes per element of their summed gradients;
+    activations: bytes per element of the tensor axis's activation sums (one per block
+    travels in float32 on every program compiled: see wire_terms);
+    scatter: the matrices whose gradients are summed by a reduce-scatter over fsdp (and
+    an all-reduce of the slice over data) rather than an all-reduce over data x fsdp,
+    from MATRICES: "qkv", "out", "mlp" (up or down: the same size, so the program cannot
+    say which; twice for both) and "head".
+    """
+
+    gather: int = BF16
+    gradients: int = F32
+    activations: int = BF16
+    scatter: tuple[str, ...] = ("qkv", "out", "mlp", "mlp", "head")
+
+    def __post_init__(self):
+        for name in ("gather", "gradients", "activations"):
+            if getattr(self, name) not in (BF16, F32):
+                raise CostModelError(
+                    f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
+                )
+        if any(self.scatter.count(m) > MATRICES.count(m) for m in self.scatter):
+            raise CostModelError(
+                f"scatter names matrices from {MATRICES}, each at most as often as "
+                f"there, not {self.scatter!r}"
+            )
+
+    def departures(self) -> list[str]:
+        """How this plan differs from the textbook's, in words."""
+        out = []
+        width = {BF16: "bf16", F32: "f32"}
+        for name in ("gather", "gradients", "activations"):
+            ours, taught = getattr(self, name), getattr(TEXTBOOK, name)
+            if ours != taught:
+                out.append(f"{name} in {width[ours]}, not {width[taught]}")
+        left = list(MATRICES)
+        for m in self.scatter:
+            left.remove(m)
+        if left:
+            out.append(
+                f"gradients of {', '.join(left)} all-reduced over data x fsdp, not "
+                "scattered"
+            )
+        return out
+
+
+# Each block's matrices and the head, as the gradient sums see them.
+MATRICES = ("qkv", "out", "mlp", "mlp", "head")
+
+
+def _matrix_sizes(model: Model, tensor: int) -> dict[str, float]:
+    """Elements of each matrix's gradient on one device before the sum (tensor-split)."""
+    d = model.d_model
+    return {
+        "qkv": 3 * d * d / tensor,
+        "out": d * d / tensor,
+        "mlp": d * model.mlp / tensor,
+        "head": d * model.vocab / tensor,
+    }
+
+
+# The plan the code asks for: gather the bf16 copies it casts, sum f32 gradients with
+# reduce-scatters (ZeRO), sum the bf16 activations of the matmuls.
+TEXTBOOK = Plan()
+
+
+def _gradient_sum(plan_scatters: bool, layout: Layout, full: float) -> float:
+    """Sum a gradient of `full` bytes over data x fsdp, as the plan does."""
+    a, f = layout.data, layout.fsdp
+    if plan_scatters and f > 1:
+        return _ring("reduce-scatter", f, full) + _ring("all-reduce", a, full / f)
+    return _ring("all-reduce", a * f, full)
+
+
+FORMULAS = {
+    "state": "P_dev x p x (1 + slots) + 4 x scalars + 4 x B/(data fsdp) x (S + 1), "
+    "P_dev = (L (4d^2 + 2dm) + 2Vd)/(fsdp tensor) + (2L + 1) d/fsdp",
+    "state, tpu": "each array's block rounded up to the TPU's tiles (one dimension to a "
+    "multiple of 128, another to 8, or 1, 2, 4 below 8; the pair that pads least), "
+    "x p x (1 + slots) + 512 x scalars + the tokens' block, rounded the same way",
+    "gathers": "(1 + remat) L x AG_fsdp(w_g (4d^2 + 2dm)/tensor + 4 x 2d) "
+    "+ AG_fsdp(4 Vd/tensor + w_g dV/tensor + 4d)",
+    "gradients": "L x SUM(w_r (4d^2 + 2dm)/tensor) + L x AR(4 x 2d) + AR(4 Vd/tensor + 4d) "
+    "+ SUM(w_r dV/tensor), over data x fsdp",
+    "activations": "L x (AR_t(4 T d) + (3 + remat) AR_t(w_a T d)) + AR_t(4 T d) "
+    "+ AR_t(w_a T d) + 3 AR_t(4 T), T = B S/(data fsdp) tokens",
+    "loss": "AR_N(4)",
+    "pipeline state": "(L/stages (4d^2 + 2dm + 2d) + Vd + d) x p x (1 + slots) + "
+    "4 x scalars + 4 x B (S + 1)",
+    "pipeline wire": "2 (M + stages - 1) x w_a B/M S d",
+}
+# AG_n(V) = (n-1)/n V, AR_n(V) = 2 (n-1)/n V (ring model); SUM is an all-reduce over
+# data x fsdp, or a reduce-scatter over fsdp and an all-reduce of the slice over data.
+
+
+# A TPU stores each array in tiles: one dimension rounded up to a multiple of 128, another
+# to a multiple of 8 (a smaller one to 1, 2 or 4), the pair the compiler picks being the one
+# that pads least; a scalar takes 512 bytes.
+TPU_MINOR, TPU_SECOND, TPU_SCALAR = 128, 8, 512
+BACKENDS = ("cpu", "tpu")
+
+
+def blocks(model: Model, layout: Layout) -> dict[str, tuple[int, ...]]:
+    """Each parameter array's block on one device, as the page's RULES split it (the
+    optimizer's slots have the same blocks)."""
+    check(model, layout)
+    if layout.stages > 1:
+        raise CostModelError("blocks are for (data, fsdp, tensor) layouts")
+    d, v, h, m, layers = (
+        model.d_model,
+        model.vocab,
+        model.heads,
+        model.mlp,
+        model.layers,
+    )
+    f, t = layout.fsdp, layout.tensor
+    k = d // h
+    return {
+        "embed": (v // t, d // f),
+        "attn_norm": (layers, d // f),
+        "qkv": (layers, 3, d // f, h // t, k),
+        "out": (layers, h // t, k, d // f),
+        "mlp_norm": (layers, d // f),
+        "up": (layers, d // f, m // t),
+        "down": (layers, m // t, d // f),
+        "final_norm": (d // f,),
+        "head": (d // f, v // t),
+    }
+
+
+def tiled(shape: tuple[int, ...]) -> int:
+    """Elements a TPU stores for an array of `shape` (TPU_MINOR, TPU_SECOND)."""
+    if not shape:
+        return 1
+    if len(shape) == 1:
+        return -(-shape[0] // TPU_MINOR) * TPU_MINOR
+
+    def second(n):
+        return (
+            n if n in (1, 2, 4) else 4 if n == 3 else -(-n // TPU_SECOND) * TPU_SECOND
+        )
+
+    total = math.prod(shape)
+    return min(
+        total
+        // (shape[i] * shape[j])
+        * second(shape[i])
+        * (-(-shape[j] // TPU_MINOR) * TPU_MINOR)
+        for i in range(len(shape))
+        for j in range(len(shape))
+        if i != j
+    )
+
+
+def state_bytes(model: Model, layout: Layout, backend: str = "cpu") -> float:
+    """Bytes of the step's arguments on one device (FORMULAS["state"]; on a TPU,
+    FORMULAS["state, tpu"])."""
+    check(model, layout)
+    if backend not in BACKENDS:
+        raise CostModelError(f"backend must be cpu or tpu, not {backend!r}")
+    slots, scalars = OPTIMIZERS[model.optimizer]
+    d, p = model.d_model, model.param_bytes
+    copies = p * (1 + slots)
+    if backend == "tpu" and layout.stages == 1:
+        rows = model.batch // (layout.data * layout.fsdp)
+        held = sum(tiled(b) for b in blocks(model, layout).values())
+        tokens = tiled((rows, model.seq + 1))
+        return held * copies + TPU_SCALAR * scalars + INT32 * tokens
+    if layout.stages > 1:  # the heaviest stage: its blocks and the head (the last)
+        stage = model.layers // layout.stages * (model.layer_matrices + 2 * d)
+        held = stage + model.vocab * d + d
+        return held * copies + INT32 * scalars + INT32 * model.batch * (model.seq + 1)
+    f, t = layout.fsdp, layout.tensor
+    split_both = model.layers * model.layer_matrices + 2 * model.vocab * d
+    held = split_both // (f * t) + (2 * model.layers + 1) * d // f
+    tokens = model.batch // (layout.data * f) * (model.seq + 1)
+    return held * copies + INT32 * scalars + INT32 * tokens
+
+
+def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str, float]:
+    """Bytes one device sends per step, by term (FORMULAS), under `plan`."""
+    check(model, layout)
+    d, v, layers = model.d_model, model.vocab, model.layers
+    if layout.stages > 1:
+        m, s = model.microbatches, layout.stages
+        micro = model.batch // m * model.seq * d * plan.activations
+        return {"pipeline wire": 2 * (m + s - 1) * micro}
+    a, f, t = layout.mesh
+    remat = 1 if model.remat else 0
+    matrices = model.layer_matrices / t
+    gathers = (1 + remat) * layers * _ring(
+        "all-gather", f, plan.gather * matrices + F32 * 2 * d
+    ) + _ring("all-gather", f, F32 * v * d / t + plan.gather * d * v / t + F32 * d)
+    size = _matrix_sizes(model, t)
+    scattered = list(plan.scatter)
+    summed = 0.0
+    for name in MATRICES:
+        scatters = name in scattered
+        if scatters:
+            scattered.remove(name)
+        times = 1 if name == "head" else layers
+        summed += times * _gradient_sum(scatters, layout, plan.gradients * size[name])
+    gradients = (
+        summed
+        + layers * _ring("all-reduce", a * f, F32 * 2 * d)
+        + _ring("all-reduce", a * f, F32 * (v * d / t + d))
+    )
+    tokens = model.batch / (a * f) * model.seq
+    block = tokens * d
+
+    def sums(width):
+        return _ring("all-reduce", t, width * block)
+
+    activations = (
+        layers * (sums(F32) + (3 + remat) * sums(plan.activations))
+        + sums(F32)
+        + sums(plan.activations)
+        + 3 * _ring("all-reduce", t, F32 * tokens)
+    )
+    return {
+        "gathers": gathers,
+        "gradients": gradients,
+        "activations": activations,
+        "loss": _ring("all-reduce", a * f * t, F32),
+    }
+
+
+def wire_bytes(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> float:
+    return sum(wire_terms(model, layout, plan).values())
+
+
+def temporaries(model: Model, layout: Layout) -> None:
+    """Activation and temporary bytes: not claimed. The compiled programs' temporaries
+    depend on the backend's buffer assignment and fusion (the grid's CPU and TPU figures
+    for one program differ several-fold), and no formula held them within a stated
+    tolerance; the planner shows none rather than a guess."""
+    check(model, layout)
+    return None
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One row of the planner."""
+
+    layout: Layout
+    state: float
+    wire: float
+    terms: dict[str, float] = field(default_factory=dict)
+    fits: bool = False  # the state fits the memory (temporaries not counted)
+    checked: bool = False  # the grid's compiled programs cover this row
+
+
+def plan_table(
+    model: Model,
+    devices: int,
+    memory: float,
+    plan: Plan = TEXTBOOK,
+    backend: str = "cpu",
+) -> list[Figures]:
+    """Every layout of `devices` that divides the model, with its figures; a layout that
+    does not divide is left out (check() says why for one)."""
+    if not memory > 0:
+        raise CostModelError(f"memory per device must be positive, not {memory!r}")
+    rows = []
+    for layout in layouts(devices):
+        try:
+            state = state_bytes(model, layout, backend)
+        except CostModelError:
+            continue
+        terms = wire_terms(model, layout, plan)
+        rows.append(
+            Figures(
+                layout=layout,
+                state=state,
+                wire=sum(terms.values()),
+                terms=terms,
+                fits=state <= memory,
+                checked=model.checked and layout.stages == 1,
+            )
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- reading a compiled plan
+
+
+def _width(collectives) -> int | None:
+    found = {
+        BF16 if any(s.startswith("bf16") for s in c["shapes"]) else F32
+        for c in collectives
+    }
+    return min(found) if found else None
+
+
+def plan_of(entry: dict, model: Model) -> Plan:
+    """The plan a compiled grid entry (docs_build/planner_grid.json) carried out.
+
+    Collectives are told apart by their group: gathers over fsdp, gradient sums over
+    data x fsdp, activation sums over tensor (the grid's meshes keep the three sizes
+    apart); a width or kind the program does not show is the textbook's."""
+    a, f, t = entry["mesh"]
+    if f > 1 and f in (a * f, t) and a * f == t:
+        raise CostModelError(f"cannot tell the groups of {entry['mesh']} apart")
+    big = [c for c in entry["collectives"] if _rank(c) >= 2]
+    gathers = [c for c in big if c["kind"] == "all-gather" and c["group_size"] == f]
+    gradient_sums = [
+        c
+        for c in big
+        if c["kind"] in ("all-reduce", "reduce-scatter")
+        and c["group_size"] in {a * f, f} - {t}
+    ]
+    activation_sums = [
+        c for c in big if c["kind"] == "all-reduce" and c["group_size"] == t
+    ]
+    scatter = TEXTBOOK.scatter
+    if f > 1:  # without fsdp, every gradient is all-reduced under any plan
+        names = {e: n for n, e in _matrix_sizes(model, t).items() if n != "head"}
+        found = []
+        for c in gradient_sums:
+            if c["kind"] != "reduce-scatter":
+                continue
+            for shape in c["shapes"]:
+                elements = math.prod(hlo.arrays(shape)[0][1]) * c["group_size"]
+                if c["runs"] == 1:
+                    found.append("head")
+                elif elements in names:
+                    found.append(names[elements])
+                else:
+                    raise CostModelError(f"a reduce-scatter of {shape}: no such matrix")
+        scatter = tuple(sorted(found, key=MATRICES.index))
+    return Plan(
+        gather=_width(gathers) or TEXTBOOK.gather,
+        gradients=_width(gradient_sums) or TEXTBOOK.gradients,
+        activations=_width(activation_sums) or TEXTBOOK.activations,
+        scatter=scatter,
+    )
+
+
+def _rank(collective: dict) -> int:
+    return max(len(dims) for _, dims in map(_dims, collective["shapes"]))
+
+
+def _dims(shape: str) -> tuple[str, tuple[int, ...]]:
+    dtype, dims = hlo.arrays(shape)[0]
+    return dtype, tuple(n for n in dims if n > 1)
+
+
+def model_of(grid: dict, config: str) -> Model:
+    """The planner's Model for a grid configuration."""
+    c = grid["configs"][config]
+    fields = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "remat")
+    return Model(**{k: c[k] for k in fields})
+
+
+def entry_layout(entry: dict) -> Layout:
+    a, f, t = entry["mesh"]
+    return Layout(name_of(a, f, t), data=a, fsdp=f, tensor=t)

@@ -1,0 +1,193 @@
+"""Compile the transformer page's train step for a grid of sizes x meshes x targets.
+
+    python -m docs_build.planner_grid [--targets cpu v5e:2x4 ...] [--configs small ...]
+
+(`nox -s planner` runs it, in the environment with libtpu.) Each entry is the page's own
+step (`snippets.advanced.transformer`: `init.sharded_init`, `step.make_train_step`) on a
+(data, fsdp, tensor) mesh of 8 devices, lowered from shapes and compiled for the target,
+as `docs_build/tpu/advanced.py` does for the page's one mesh. Stored per entry: the
+memory analysis, and the collectives as the HLO reader reads them (with their wire bytes
+per device per step, ring model). tests/docs_build/test_planner.py holds the strategy
+planner's formulas (docs_build/planner.py) to these programs.
+
+Nothing runs on a TPU: these are the programs a TPU would run, as the compiler planned them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import time
+from pathlib import Path
+
+from docs_build import hlo
+from docs_build.tpu import driver
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "planner_grid.json"
+TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2")
+DEVICES = 8
+# (data, fsdp, tensor): every layout the page's mesh expresses on 8 devices that the
+# planner names (data, FSDP, tensor, the two 2-D ones), and the page's own (2, 2, 2).
+MESHES = ((8, 1, 1), (1, 8, 1), (1, 1, 8), (2, 1, 4), (4, 1, 2), (2, 2, 2))
+# name -> (the page's Config fields, global batch). Heads and every split width are
+# multiples of 8, so every mesh above divides every size.
+CONFIGS = {
+    "tiny": (
+        dict(vocab=2048, d_model=256, heads=8, mlp=1024, layers=2, seq=128),
+        8,
+    ),
+    "small": (
+        dict(vocab=8192, d_model=512, heads=8, mlp=2048, layers=4, seq=512),
+        16,
+    ),
+    "wide, no remat": (
+        dict(
+            vocab=16384, d_model=768, heads=16, mlp=3072, layers=4, seq=256, remat=False
+        ),
+        32,
+    ),
+    # the transformer page's TPU size (docs_build/tpu/advanced.py), about 168 M parameters
+    "page": (
+        dict(vocab=32768, d_model=1024, heads=8, mlp=4096, layers=8, seq=1024),
+        16,
+    ),
+}
+# The files whose text decides what the grid holds; a test compares their digests.
+INPUTS = (
+    "docs_build/hlo.py",
+    "docs_build/planner_grid.py",
+    "docs_build/tpu/driver.py",
+    "snippets/advanced/transformer/init.py",
+    "snippets/advanced/transformer/model.py",
+    "snippets/advanced/transformer/step.py",
+)
+# What a stored collective keeps of the reader's record.
+KEPT = ("kind", "shapes", "dtype", "group_size", "runs", "wire_bytes")
+
+
+def inputs_digest() -> dict[str, str]:
+    import hashlib
+
+    return {
+        path: hashlib.sha256(
+            (driver.ROOT / path)
+            .read_text(encoding="utf-8")
+            .replace("\r\n", "\n")
+            .encode()
+        ).hexdigest()[:16]
+        for path in INPUTS
+    }
+
+
+def compile_step(config: str, shape: tuple[int, int, int], devices):
+    """The page's train step for `config` on a (data, fsdp, tensor) = `shape` mesh."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding
+
+    from snippets.advanced.transformer import init, model, step
+
+    fields, batch = CONFIGS[config]
+    cfg = model.Config(**fields)
+    mesh = jax.make_mesh(
+        shape,
+        ("data", "fsdp", "tensor"),
+        axis_types=(AxisType.Auto,) * 3,
+        devices=list(devices),
+    )
+    sharded = init.sharded_init(cfg, mesh)
+    tokens = jax.ShapeDtypeStruct(
+        (batch, cfg.seq + 1),
+        jnp.int32,
+        sharding=NamedSharding(mesh, model.mesh_axes(("batch", None))),
+    )
+    program = step.make_train_step(sharded, mesh)
+    return program.lower(sharded.abstract, tokens).compile()
+
+
+def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> dict:
+    started = time.perf_counter()
+    compiled = compile_step(config, shape, devices)
+    seconds = time.perf_counter() - started
+    program = hlo.read(compiled.as_text())
+    if missed := program.unaccounted():
+        raise RuntimeError(
+            f"{target} / {config} / {shape}: the reader missed the collectives {missed}"
+        )
+    records = [c.as_record() for c in program.collectives]
+    return {
+        "target": target,
+        "config": config,
+        "mesh": list(shape),
+        "compile_seconds": round(seconds, 2),
+        "memory": driver.memory(compiled),
+        "summary": hlo.summarize(records),
+        "collectives": [{k: r[k] for k in KEPT} for r in records],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS))
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    from docs_build.devices import use_cpu_devices
+
+    use_cpu_devices(DEVICES)
+    started = time.perf_counter()
+    entries = []
+    for target in args.targets:
+        devices = driver.target_devices(target)
+        for config in args.configs:
+            for shape in MESHES:
+                try:
+                    entry = describe(target, config, shape, devices)
+                except Exception as err:
+                    entry = {
+                        "target": target,
+                        "config": config,
+                        "mesh": list(shape),
+                        "error": f"{type(err).__name__}: {err}"[:2000],
+                    }
+                entries.append(entry)
+                print(_line(entry), flush=True)
+    result = {
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+        "seconds": round(time.perf_counter() - started, 1),
+        "versions": driver.versions(),
+        "inputs": inputs_digest(),
+        "axes": ["data", "fsdp", "tensor"],
+        "configs": {
+            name: {"batch": batch, **dataclasses.asdict(_config(name))}
+            for name, (_, batch) in CONFIGS.items()
+            if name in args.configs
+        },
+        "targets": list(args.targets),
+        "entries": entries,
+    }
+    args.out.write_text(driver.dump(result))
+    print(f"{len(entries)} programs in {result['seconds']} s -> {args.out}")
+    return 1 if any("error" in e for e in entries) else 0
+
+
+def _config(name: str):
+    from snippets.advanced.transformer.model import Config
+
+    return Config(**CONFIGS[name][0])
+
+
+def _line(entry: dict) -> str:
+    head = f"{entry['target']:<10} {entry['config']:<15} {entry['mesh']!s:<10}"
+    if "error" in entry:
+        return f"{head} ERROR {entry['error'][:300]}"
+    wire = sum(s["wire_bytes"] for s in entry["summary"].values()) / 2**20
+    kinds = ", ".join(f"{s['runs']} {k}" for k, s in entry["summary"].items())
+    return f"{head} {entry['compile_seconds']:>6.2f} s {wire:>9.2f} MiB  {kinds}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

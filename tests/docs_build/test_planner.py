@@ -1,0 +1,295 @@
+"""The strategy planner's formulas against the compiled grid: every entry's state and wire
+bytes within the stated tolerance, per target; the compiler's departures from the textbook
+plan; the CPU rows what this environment compiles; and inputs the planner refuses."""
+
+import json
+import math
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from docs_build import planner as pl
+from docs_build import planner_grid as grid
+
+GRID = json.loads(grid.RESULTS.read_text())
+ENTRIES = {(e["target"], e["config"], tuple(e["mesh"])): e for e in GRID["entries"]}
+# The grid's floor: sizes x meshes x targets, CPU and one TPU at least.
+FLOOR = 4 * 6 * 2
+PAGE = pl.Model(
+    vocab=32768, d_model=1024, heads=8, mlp=4096, layers=8, seq=1024, batch=16
+)
+
+
+def ids(key):
+    return f"{key[0]} / {key[1]} / {key[2]}"
+
+
+def backend(target: str) -> str:
+    return "cpu" if target == "cpu" else "tpu"
+
+
+def compiled_wire(entry: dict) -> float:
+    return sum(s["wire_bytes"] for s in entry["summary"].values())
+
+
+def formulas(key) -> tuple[float, float]:
+    entry = ENTRIES[key]
+    model, layout = pl.model_of(GRID, key[1]), pl.entry_layout(entry)
+    state = pl.state_bytes(model, layout, backend(key[0]))
+    return state, pl.wire_bytes(model, layout, pl.plan_of(entry, model))
+
+
+def test_the_grid_is_complete_and_meets_its_floor():
+    assert len(GRID["entries"]) >= FLOOR
+    assert {"cpu", "v5e:2x4"} <= set(GRID["targets"])
+    expected = {
+        (t, c, m) for t in GRID["targets"] for c in GRID["configs"] for m in grid.MESHES
+    }
+    assert set(ENTRIES) == expected
+    assert not {k: e["error"] for k, e in ENTRIES.items() if "error" in e}
+    assert len(GRID["configs"]) >= 4
+    assert {m: pl.name_of(*m) for m in grid.MESHES} == {
+        (8, 1, 1): "data",
+        (1, 8, 1): "FSDP",
+        (1, 1, 8): "tensor",
+        (2, 1, 4): "2-D",
+        (4, 1, 2): "2-D",
+        (2, 2, 2): "data x FSDP x tensor",
+    }
+
+
+def test_the_grid_was_made_from_the_code_as_it_is():
+    now = grid.inputs_digest()
+    stale = sorted(p for p in now if GRID["inputs"].get(p) != now[p])
+    assert not stale, (
+        f"docs_build/planner_grid.json is older than {stale}: run `nox -s planner` and "
+        "commit the result"
+    )
+
+
+def test_the_grid_configs_are_the_modules():
+    for name, (fields, batch) in grid.CONFIGS.items():
+        stored = GRID["configs"][name]
+        assert stored["batch"] == batch
+        assert {k: stored[k] for k in fields} == fields
+
+
+@pytest.mark.parametrize("key", sorted(ENTRIES), ids=ids)
+def test_state_formula_gives_the_compiled_arguments(key):
+    state, _ = formulas(key)
+    compiled = ENTRIES[key]["memory"]["argument_bytes"]
+    assert state == pytest.approx(compiled, rel=pl.TOLERANCE)
+
+
+@pytest.mark.parametrize("key", sorted(ENTRIES), ids=ids)
+def test_wire_formula_under_the_programs_plan_gives_its_wire_bytes(key):
+    _, wire = formulas(key)
+    assert wire == pytest.approx(compiled_wire(ENTRIES[key]), rel=pl.TOLERANCE)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in ENTRIES if k[2][1] > 1), ids=ids)
+def test_the_gathers_term_is_the_programs_all_gathers(key):
+    """FSDP's gathers, alone: within the tolerance of what the program gathers."""
+    entry = ENTRIES[key]
+    model, layout = pl.model_of(GRID, key[1]), pl.entry_layout(entry)
+    gathers = pl.wire_terms(model, layout, pl.plan_of(entry, model))["gathers"]
+    compiled = entry["summary"]["all-gather"]["wire_bytes"]
+    assert gathers == pytest.approx(compiled, rel=pl.TOLERANCE)
+
+
+def test_the_largest_disagreement_per_figure_and_target_is_within_the_tolerance():
+    largest = {}
+    for key, entry in ENTRIES.items():
+        state, wire = formulas(key)
+        for figure, ours, theirs in (
+            ("state", state, entry["memory"]["argument_bytes"]),
+            ("wire", wire, compiled_wire(entry)),
+        ):
+            gap = abs(ours - theirs) / theirs
+            largest[key[0], figure] = max(largest.get((key[0], figure), 0.0), gap)
+    assert set(largest) == {(t, f) for t in GRID["targets"] for f in ("state", "wire")}
+    assert max(largest.values()) <= pl.TOLERANCE
+    # The CPU keeps no tiles: its state is exact.
+    assert largest["cpu", "state"] == 0
+
+
+def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
+    """A JAX or libtpu release that changes a plan fails here (the page names them)."""
+    found = {}
+    for (target, config, mesh), entry in ENTRIES.items():
+        plan = pl.plan_of(entry, pl.model_of(GRID, config))
+        for departure in plan.departures():
+            found.setdefault((target, departure), set()).add((config, mesh))
+
+    def where(test):
+        return {(c, m) for c in GRID["configs"] for m in grid.MESHES if test(c, m)}
+
+    gathered = where(lambda c, m: m[1] > 1)
+    summed = where(lambda c, m: m[0] * m[1] > 1)
+    split = where(lambda c, m: m[2] > 1)
+    every = "gradients of qkv, out, mlp, mlp, head all-reduced over data x fsdp, not "
+    expected = {
+        ("cpu", "gather in f32, not bf16"): gathered,
+        ("cpu", "activations in f32, not bf16"): split,
+        ("cpu", every + "scattered"): gathered,
+    }
+    for target in set(GRID["targets"]) - {"cpu"}:
+        expected[target, "gradients in bf16, not f32"] = summed
+        expected[target, every + "scattered"] = gathered
+    # v5e reduce-scatters FSDP's head gradient, and for the page's size one MLP matrix
+    expected["v5e:2x4", every + "scattered"] = where(lambda c, m: m == (2, 2, 2))
+    fsdp = where(lambda c, m: m == (1, 8, 1))
+    but = "all-reduced over data x fsdp, not scattered"
+    expected["v5e:2x4", f"gradients of qkv, out, mlp, mlp {but}"] = fsdp - {
+        ("page", (1, 8, 1))
+    }
+    expected["v5e:2x4", f"gradients of qkv, out, mlp {but}"] = {("page", (1, 8, 1))}
+    assert found == expected
+
+
+@pytest.mark.parametrize("mesh", [(2, 2, 2), (1, 1, 8)], ids=str)
+def test_cpu_rows_are_what_this_environment_compiles(devices, mesh):
+    now = grid.describe("cpu", "tiny", mesh, devices)
+    stored = ENTRIES["cpu", "tiny", mesh]
+    for name in ("mesh", "memory", "summary", "collectives"):
+        assert now[name] == stored[name], name
+
+
+def test_the_state_formula_is_the_transformer_pages(devices):
+    """The page's own state_bytes (AdamW, float32) is the planner's, less the tokens."""
+    from snippets.advanced.transformer import memory, model
+
+    cfg = model.Config(**grid.CONFIGS["page"][0])
+    for mesh in grid.MESHES:
+        layout = pl.Layout("x", *mesh)
+        tokens = 4 * 16 // (mesh[0] * mesh[1]) * (cfg.seq + 1)
+        page = memory.state_bytes(
+            cfg, SimpleNamespace(shape=dict(fsdp=mesh[1], tensor=mesh[2]))
+        )
+        assert pl.state_bytes(PAGE, layout) - tokens == page
+
+
+def test_blocks_hold_what_the_closed_form_counts():
+    for mesh in grid.MESHES:
+        layout = pl.Layout("x", *mesh)
+        held = sum(math.prod(b) for b in pl.blocks(PAGE, layout).values())
+        tokens = 4 * 16 // (mesh[0] * mesh[1]) * (PAGE.seq + 1)
+        assert 12 * held + 8 + tokens == pl.state_bytes(PAGE, layout)
+    assert PAGE.params == sum(
+        math.prod(b) for b in pl.blocks(PAGE, pl.Layout("one")).values()
+    )
+
+
+def test_tpu_tiles_pad_small_blocks_and_leave_large_ones():
+    assert pl.tiled((1024, 1024)) == 1024 * 1024
+    assert pl.tiled((32,)) == 128
+    assert pl.tiled((2, 256)) == 512  # a (2, 128) tile, not (8, 128)
+    assert pl.tiled((8, 32, 32)) == 8 * 32 * 128  # no pair avoids the padding
+    # minor 32 -> 128 on one dimension of 32; 2 or 8 as the second: no more padding
+    assert pl.tiled((2, 3, 32, 8, 32)) == 2 * 3 * 32 * 8 * 128
+
+
+def test_the_planner_lists_every_layout_that_divides_and_marks_what_fits():
+    rows = pl.plan_table(PAGE, 8, memory=16e9)
+    assert [(r.layout.name, r.layout.mesh, r.layout.stages) for r in rows] == [
+        ("data", (8, 1, 1), 1),
+        ("FSDP", (1, 8, 1), 1),
+        ("tensor", (1, 1, 8), 1),
+        ("2-D", (4, 1, 2), 1),
+        ("2-D", (2, 1, 4), 1),
+        ("pipeline", (1, 1, 1), 8),
+    ]
+    assert all(r.fits for r in rows)
+    assert [r.checked for r in rows] == [True] * 5 + [False]  # the pipeline: modelled
+    small = pl.plan_table(PAGE, 8, memory=400e6)
+    assert [r.layout.name for r in small if r.fits] == ["FSDP", "tensor"]
+    # 6 devices: a batch of 16 splits neither 6 nor 3 ways, 8 heads neither 6 nor 3
+    # ways, 8 layers not into 6 stages: no layout
+    assert pl.plan_table(PAGE, 6, 16e9) == []
+    # SGD keeps no slots: a third of AdamW's parameter bytes, and one counter, not two
+    sgd = pl.Model(**{**PAGE.__dict__, "optimizer": "sgd"})
+    assert not sgd.checked and PAGE.checked
+    layout = pl.Layout("data", data=8)
+    tokens = 4 * 2 * 1025
+    assert (pl.state_bytes(sgd, layout) - 4 - tokens) * 3 == (
+        pl.state_bytes(PAGE, layout) - 8 - tokens
+    )
+
+
+def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
+    """Under the textbook plan, FSDP's reduce-scatter of the block matrices and the head
+    sends half of data parallelism's all-reduce of them: (N-1)/N of their bytes less."""
+    data = pl.wire_terms(PAGE, pl.Layout("data", data=8))["gradients"]
+    fsdp = pl.wire_terms(PAGE, pl.Layout("FSDP", fsdp=8))["gradients"]
+    scattered = PAGE.layers * PAGE.layer_matrices + PAGE.d_model * PAGE.vocab
+    assert data - fsdp == pytest.approx(7 / 8 * 4 * scattered)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: pl.Model(64, 0, 4, 128, 2, 16, 8),
+            "d_model must be a positive integer, not 0",
+        ),
+        (
+            lambda: pl.Model(64, 30, 4, 128, 2, 16, 8),
+            "d_model 30 does not split into 4 heads",
+        ),
+        (
+            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, optimizer="lion"),
+            "optimizer must be one of",
+        ),
+        (
+            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, param_bytes=3),
+            "param_bytes must be 4",
+        ),
+        (
+            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, microbatches=3),
+            "does not cut into 3 microbatches",
+        ),
+        (lambda: pl.Layout("x", data=0), "positive axis sizes"),
+        (lambda: pl.Layout("x", data=2, stages=2), "a pipeline alone"),
+        (lambda: pl.layouts(0), "devices must be a positive integer"),
+        (
+            lambda: pl.state_bytes(PAGE, pl.Layout("data", data=3)),
+            "a batch of 16 does not split over data x fsdp = 3 devices: use a multiple of 3",
+        ),
+        (
+            lambda: pl.wire_bytes(PAGE, pl.Layout("tensor", tensor=16)),
+            "heads 8 does not split 16 ways (tensor): use a multiple of 16",
+        ),
+        (
+            lambda: pl.state_bytes(
+                pl.Model(64, 40, 4, 128, 2, 16, 16), pl.Layout("FSDP", fsdp=16), "tpu"
+            ),
+            "d_model 40 does not split 16 ways (fsdp): use a multiple of 16",
+        ),
+        (
+            lambda: pl.state_bytes(PAGE, pl.Layout("p", stages=3)),
+            "8 layers do not split into 3 stages",
+        ),
+        (
+            lambda: pl.state_bytes(PAGE, pl.Layout("data", data=8), "gpu"),
+            "backend must be cpu or tpu",
+        ),
+        (lambda: pl.Plan(gather=3), "gather must be 2 (bf16) or 4 (f32) bytes, not 3"),
+        (lambda: pl.Plan(scatter=("head", "head")), "scatter names matrices from"),
+        (
+            lambda: pl.plan_table(PAGE, 8, memory=0),
+            "memory per device must be positive",
+        ),
+        (lambda: pl.blocks(PAGE, pl.Layout("p", stages=2)), "blocks are for"),
+    ],
+)
+def test_bad_input_says_what_to_change(call, message):
+    with pytest.raises(pl.CostModelError, match=re.escape(message)):
+        call()
+
+
+def test_pipeline_figures_are_modelled_not_checked():
+    layout = pl.Layout("pipeline", stages=8)
+    model = pl.Model(**{**PAGE.__dict__, "microbatches": 8})
+    assert pl.wire_bytes(model, layout) == 2 * (8 + 8 - 1) * 2 * 1024 * 1024 * 2
+    assert pl.temporaries(PAGE, pl.Layout("data", data=8)) is None
