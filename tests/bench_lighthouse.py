@@ -5,7 +5,8 @@ Prints, not a test.
 
 Builds the site, serves it on 127.0.0.1 with gzip (as GitHub Pages serves it), and runs
 Lighthouse (npm, installed by the nox session into .cache/npm) on the home page, a guide
-page with diagrams, its notebook page, and the heaviest guide page and notebook page of the
+page with diagrams, its notebook page, the sharding explorer (the site's largest script) and
+the error index, and the heaviest guide page and notebook page of the
 build (by bytes of HTML), with the mobile (default) and desktop presets, each --runs times
 (default 3; scores vary from run to run, the median is printed). Target: at least 95 in each
 category.
@@ -33,6 +34,8 @@ PAGES = {
     "home": "",
     "guide page (diagrams)": "basics/named-sharding/",
     "notebook page": "notebooks/basics/named-sharding/",
+    "explorer (script)": "tools/sharding-explorer/",
+    "error index": "guides/error-index/",
 }
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 COMPRESSED = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt"}
@@ -76,7 +79,7 @@ class _Body:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="Lighthouse scores of five pages.")
+    parser = argparse.ArgumentParser(description="Lighthouse scores of seven pages.")
     parser.add_argument(
         "--preset", choices=["mobile", "desktop", "both"], default="both"
     )

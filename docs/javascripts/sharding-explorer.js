@@ -420,9 +420,11 @@
     }
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
+  // The page loads this script right after the form: draw at once, before the first paint,
+  // so that nothing below moves when the explorer appears (layout shift, Lighthouse).
+  if (document.getElementById("explorer-app") || document.readyState !== "loading") {
     start();
+  } else {
+    document.addEventListener("DOMContentLoaded", start);
   }
 })();
