@@ -488,9 +488,11 @@
     window.StrategyPlanner.page = new Planner(root);
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
+  // The page loads this script right after the form and its data: drawing the table at
+  // once, before the page is first painted, keeps the prose below from jumping down.
+  if (document.getElementById("planner-data") || document.readyState !== "loading") {
     start();
+  } else {
+    document.addEventListener("DOMContentLoaded", start);
   }
 })();
