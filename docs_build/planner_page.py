@@ -320,6 +320,23 @@ SIZE_CHOICES = [
     dict(vocab=100, d_model=12, heads=3, mlp=20, layers=6, seq=7, batch=36, remat=True),
 ]
 DEVICE_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256)
+# Sizes drawn freely (with device counts that have factors 3 and 5, whose ring shares
+# (n-1)/n are not exact in binary): among them, rows where Python's sum() of the wire terms
+# (compensated, since Python 3.12) and a plain left-to-right sum differ in the last bits,
+# which the script must reproduce.
+DRAWN = 120
+WIDTHS = {768: 12, 960: 15, 1536: 12, 4096: 32}  # d_model: heads
+DRAWN_CHOICES = {
+    "vocab": (1000, 30522, 32000, 50257, 50304, 30720),
+    "d_model": tuple(WIDTHS),
+    "mlp": (3072, 3840, 11008, 16384),
+    "layers": (12, 24, 30, 32),
+    "seq": (1000, 2048, 4095, 4096),
+    "batch": (96, 120, 192, 240, 256),
+    "devices": (3, 5, 6, 10, 12, 15, 24, 30, 48, 60, 96, 120),
+    "microbatches": (1, 2, 4),
+    "memory": (0.25, 2, 16),
+}
 # Inputs the planner refuses: each case's error is Model's or plan_table's message.
 REFUSED = (
     {"d_model": 30, "heads": 4},
@@ -330,9 +347,9 @@ REFUSED = (
 
 
 def cases() -> list[dict]:
-    """The form's inputs for the browser tests: every size with device counts from 1 to
-    256 drawn with a fixed seed, each optimizer, parameter type, backend and plan, and the
-    refused inputs."""
+    """The form's inputs for the browser tests, drawn with a fixed seed: every size of a
+    list with device counts from 1 to 256, DRAWN cases of sizes drawn freely, each with an
+    optimizer, parameter type, backend and plan, and the refused inputs."""
     rng = random.Random(0)
     found = []
     for sizes in SIZE_CHOICES:
@@ -350,6 +367,21 @@ def cases() -> list[dict]:
                     "plan": rng.choice(sorted(plans())),
                 }
             )
+    for _ in range(DRAWN):
+        case = {**DEFAULTS}
+        for field, options in DRAWN_CHOICES.items():
+            case[field] = rng.choice(options)
+        found.append(
+            case
+            | {
+                "heads": WIDTHS[case["d_model"]],
+                "remat": rng.choice((True, False)),
+                "optimizer": rng.choice(sorted(pl.OPTIMIZERS)),
+                "param_bytes": rng.choice((4, 2)),
+                "backend": rng.choice(pl.BACKENDS),
+                "plan": rng.choice(sorted(plans())),
+            }
+        )
     for change in REFUSED:
         found.append({**DEFAULTS, **change})
     return found
