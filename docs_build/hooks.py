@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from docs_build import errorindex, explorer, notebooks, outputs
+from docs_build import errorindex, explorer, notebooks, outputs, planner_page
 from docs_build.devices import CACHE_SETTINGS
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
@@ -149,6 +149,7 @@ def on_page_markdown(markdown, page, config, files):
         markdown = version_pages.fill(markdown, page.file.src_uri)
         markdown = tpu_pages.fill(markdown)
         markdown = explorer.fill(markdown)
+        markdown = planner_page.fill(markdown)
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)
