@@ -62,3 +62,13 @@ def test_the_page_shows_the_examples_and_the_grids_size():
             assert f"`{answer['error'].split(':')[0]}`" in row
         else:
             assert f"| {answer['bytes']:,} |" in row
+
+
+def test_other_pages_pass_through_without_drawing_the_grid(monkeypatch):
+    """The hook and the notebooks pass every page through `fill`."""
+
+    def refuse():
+        raise AssertionError("drew the grid for a page without the explorer's markers")
+
+    monkeypatch.setattr(explorer, "cases", refuse)
+    assert explorer.fill("# A page\n\nNo markers.\n") == "# A page\n\nNo markers.\n"
