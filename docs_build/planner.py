@@ -591,3 +591,21 @@ def model_of(grid: dict, config: str) -> Model:
 def entry_layout(entry: dict) -> Layout:
     a, f, t = entry["mesh"]
     return Layout(name_of(a, f, t), data=a, fsdp=f, tensor=t)
+
+
+def against_compiled(grid: dict, entry: dict) -> dict[str, tuple[float, float]]:
+    """Each checked figure of a grid entry: (the formula under the program's own plan, the
+    compiled program's figure). The tests hold each pair to TOLERANCE; the page quotes the
+    largest gap."""
+    model, layout = model_of(grid, entry["config"]), entry_layout(entry)
+    backend = "cpu" if entry["target"] == "cpu" else "tpu"
+    return {
+        "state": (
+            state_bytes(model, layout, backend),
+            entry["memory"]["argument_bytes"],
+        ),
+        "wire": (
+            wire_bytes(model, layout, plan_of(entry, model)),
+            sum(s["wire_bytes"] for s in entry["summary"].values()),
+        ),
+    }

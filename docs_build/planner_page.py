@@ -225,19 +225,8 @@ def gaps() -> dict[str, float]:
     data = compiled()
     largest = {"state": 0.0, "wire": 0.0}
     for entry in data["entries"]:
-        model = pl.model_of(data, entry["config"])
-        layout = pl.entry_layout(entry)
-        backend = "cpu" if entry["target"] == "cpu" else "tpu"
-        ours = {
-            "state": pl.state_bytes(model, layout, backend),
-            "wire": pl.wire_bytes(model, layout, pl.plan_of(entry, model)),
-        }
-        theirs = {
-            "state": entry["memory"]["argument_bytes"],
-            "wire": sum(s["wire_bytes"] for s in entry["summary"].values()),
-        }
-        for k in largest:
-            largest[k] = max(largest[k], abs(ours[k] - theirs[k]) / theirs[k])
+        for k, (ours, theirs) in pl.against_compiled(data, entry).items():
+            largest[k] = max(largest[k], abs(ours - theirs) / theirs)
     return largest
 
 

@@ -25,21 +25,6 @@ def ids(key):
     return f"{key[0]} / {key[1]} / {key[2]}"
 
 
-def backend(target: str) -> str:
-    return "cpu" if target == "cpu" else "tpu"
-
-
-def compiled_wire(entry: dict) -> float:
-    return sum(s["wire_bytes"] for s in entry["summary"].values())
-
-
-def formulas(key) -> tuple[float, float]:
-    entry = ENTRIES[key]
-    model, layout = pl.model_of(GRID, key[1]), pl.entry_layout(entry)
-    state = pl.state_bytes(model, layout, backend(key[0]))
-    return state, pl.wire_bytes(model, layout, pl.plan_of(entry, model))
-
-
 def test_the_grid_is_complete_and_meets_its_floor():
     assert len(GRID["entries"]) >= FLOOR
     assert {"cpu", "v5e:2x4"} <= set(GRID["targets"])
@@ -77,15 +62,17 @@ def test_the_grid_configs_are_the_modules():
 
 @pytest.mark.parametrize("key", sorted(ENTRIES), ids=ids)
 def test_state_formula_gives_the_compiled_arguments(key):
-    state, _ = formulas(key)
-    compiled = ENTRIES[key]["memory"]["argument_bytes"]
+    state, compiled = pl.against_compiled(GRID, ENTRIES[key])["state"]
+    assert compiled == ENTRIES[key]["memory"]["argument_bytes"]
     assert state == pytest.approx(compiled, rel=pl.TOLERANCE)
 
 
 @pytest.mark.parametrize("key", sorted(ENTRIES), ids=ids)
 def test_wire_formula_under_the_programs_plan_gives_its_wire_bytes(key):
-    _, wire = formulas(key)
-    assert wire == pytest.approx(compiled_wire(ENTRIES[key]), rel=pl.TOLERANCE)
+    wire, compiled = pl.against_compiled(GRID, ENTRIES[key])["wire"]
+    summary = ENTRIES[key]["summary"].values()
+    assert compiled == sum(s["wire_bytes"] for s in summary)
+    assert wire == pytest.approx(compiled, rel=pl.TOLERANCE)
 
 
 @pytest.mark.parametrize("key", sorted(k for k in ENTRIES if k[2][1] > 1), ids=ids)
@@ -101,11 +88,7 @@ def test_the_gathers_term_is_the_programs_all_gathers(key):
 def test_the_largest_disagreement_per_figure_and_target_is_within_the_tolerance():
     largest = {}
     for key, entry in ENTRIES.items():
-        state, wire = formulas(key)
-        for figure, ours, theirs in (
-            ("state", state, entry["memory"]["argument_bytes"]),
-            ("wire", wire, compiled_wire(entry)),
-        ):
+        for figure, (ours, theirs) in pl.against_compiled(GRID, entry).items():
             gap = abs(ours - theirs) / theirs
             largest[key[0], figure] = max(largest.get((key[0], figure), 0.0), gap)
     assert set(largest) == {(t, f) for t in GRID["targets"] for f in ("state", "wire")}
