@@ -322,6 +322,17 @@ def planner(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def reshard(session: nox.Session) -> None:
+    """Compile the sharding explorer's moves from one spec to another, for CPU and TPUs.
+
+    Writes docs_build/reshard_grid.json (the collectives of each move), which the build and
+    tests/docs_build/test_reshard_grid.py hold the explorer's script to: commit the result.
+    """
+    install(session, "tpu")
+    session.run("python", "-m", "docs_build.reshard_grid", *session.posargs, env=QUIET)
+
+
+@nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Run the pages' code on 8 virtual CPU devices (cached), then build the site strictly.
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 import subprocess
 import sys
@@ -29,6 +30,13 @@ DEVICES = 256  # the largest mesh the explorer offers
 MINIMUM_CASES = 200
 MARKER = "<!-- explorer: examples -->"
 COUNT = "<!-- explorer: count -->"
+# The moves from one spec to another (docs_build/reshard_grid.py compiles them).
+SCRIPT = ROOT / "docs" / "javascripts" / "sharding-explorer.js"
+MOVES_GRID = HERE / "reshard_grid.json"
+MOVES = "<!-- explorer: moves -->"
+MOVES_CHECKED = "<!-- explorer: moves-checked -->"
+# The page's static table of moves: every case of one mesh and shape, as compiled.
+MOVES_EXAMPLE = ([2, 4], [64, 32])
 
 # Meshes a reader is likely to try: 1 to 3 axes, 3 to 256 devices, sizes that are not powers
 # of two among them.
@@ -233,6 +241,188 @@ def examples_table() -> str:
     return "\n".join(lines)
 
 
+def moves() -> list[dict]:
+    """Each compiled move of the grid: its case, the target it was compiled for, the
+    backend the explorer calls it ("cpu" or "tpu") and JAX's plan. A case whose compile
+    aborted has none."""
+    grid = json.loads(MOVES_GRID.read_text(encoding="utf-8"))
+    return [
+        {
+            "case": case,
+            "target": target,
+            "backend": "cpu" if target == "cpu" else "tpu",
+            "plan": plan,
+        }
+        for case in grid["cases"]
+        for target, plan in case.get("plans", {}).items()
+    ]
+
+
+class ScriptDisagrees(RuntimeError):
+    """The explorer's script names a plan for a move that is not the compiled one."""
+
+
+# Loads the page's script under Node and answers each move it reads from stdin.
+NODE_RUNNER = """
+const api = require(process.env.EXPLORER_SCRIPT);
+let text = "";
+process.stdin.on("data", (chunk) => { text += chunk; });
+process.stdin.on("end", () => {
+  const out = JSON.parse(text).map((m) => api.reshard(
+    {shape: m.shape, mesh: m.mesh, names: m.names, dtype: m.dtype, spec: m.source},
+    m.target, m.backend));
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def script_answers(jobs: list[dict]) -> list[dict]:
+    """The page's own `reshard` for each job, run by Node: {steps}, {steps: None, why} or
+    {error}."""
+    import os
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError(
+            "The sharding explorer's page checks its script against the compiled moves "
+            "with Node.js, which is not on the PATH: install Node.js 18 or newer."
+        )
+    proc = subprocess.run(
+        [node, "-e", NODE_RUNNER],
+        input=json.dumps(jobs),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EXPLORER_SCRIPT": str(SCRIPT)},
+    )
+    if proc.returncode:
+        raise RuntimeError(
+            f"{SCRIPT.relative_to(ROOT)} failed under Node:\n{proc.stderr}"
+        )
+    return json.loads(proc.stdout)
+
+
+def same_plan(named: list[dict], compiled: list[dict]) -> bool:
+    keys = ("kind", "group", "groups")
+    return len(named) == len(compiled) and all(
+        all(a[k] == b[k] for k in keys) and abs(a["wire"] - b["wire"]) < 1e-9
+        for a, b in zip(named, compiled, strict=True)
+    )
+
+
+def moves_report() -> dict:
+    """Every compiled move answered by the page's script: how many it names, per target,
+    and each disagreement (there must be none: `check_moves` raises)."""
+    found = moves()
+    jobs = [
+        {
+            **{k: m["case"][k] for k in ("shape", "mesh", "names", "dtype")},
+            "source": m["case"]["source"],
+            "target": m["case"]["target"],
+            "backend": m["backend"],
+        }
+        for m in found
+    ]
+    report = {"targets": {}, "disagreements": [], "unmodelled": []}
+    for move, answer in zip(found, script_answers(jobs), strict=True):
+        counts = report["targets"].setdefault(
+            move["target"], {"programs": 0, "named": 0}
+        )
+        counts["programs"] += 1
+        if answer.get("steps") is None:
+            report["unmodelled"].append(move)
+        elif same_plan(answer["steps"], move["plan"]):
+            counts["named"] += 1
+        else:
+            report["disagreements"].append({**move, "script": answer})
+    return report
+
+
+def check_moves() -> dict:
+    report = moves_report()
+    if report["disagreements"]:
+        first = report["disagreements"][0]
+        raise ScriptDisagrees(
+            f"The explorer's script ({SCRIPT.relative_to(ROOT)}) names a plan JAX did not "
+            f"compile for {len(report['disagreements'])} moves; the first, for "
+            f"{first['target']}: {json.dumps(first['case'])}\n"
+            f"  script: {json.dumps(first['script'])}\n  JAX:    {json.dumps(first['plan'])}"
+        )
+    return report
+
+
+def plan_text(plan: list[dict]) -> str:
+    """A compiled plan in a table cell: 'all-gather over 4 (2 groups), 384 B; ...'."""
+    if not plan:
+        return "nothing sent"
+    parts = []
+    for step in plan:
+        over = (
+            f"{step['groups']} pairs"
+            if step["group"] is None
+            else f"over {step['group']}"
+            + (f" ({step['groups']} groups)" if step["groups"] > 1 else "")
+        )
+        parts.append(f"{step['kind']} {over}, {step['wire']:,.0f} B")
+    return "; ".join(parts)
+
+
+def moves_table() -> str:
+    mesh, shape = MOVES_EXAMPLE
+    rows = [
+        m for m in moves() if m["case"]["mesh"] == mesh and m["case"]["shape"] == shape
+    ]
+    by_case: dict[str, dict] = {}
+    for m in rows:
+        key = json.dumps([m["case"]["source"], m["case"]["target"]])
+        by_case.setdefault(key, {"case": m["case"]})[m["target"]] = m["plan"]
+    lines = [
+        "| dtype | from | to | CPU: collectives, bytes sent per device | "
+        "TPU v5e:2x4: the same |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in by_case.values():
+        case = entry["case"]
+        lines.append(
+            f"| {case['dtype']} | `{spec_text(case['source'])}` | "
+            f"`{spec_text(case['target'])}` | {plan_text(entry['cpu'])} | "
+            f"{plan_text(entry['v5e:2x4'])} |"
+        )
+    return "\n".join(lines)
+
+
+def moves_checked() -> str:
+    """The page's account of the check, from the grid and the script's answers."""
+    report = check_moves()
+    grid = json.loads(MOVES_GRID.read_text(encoding="utf-8"))["cases"]
+    targets = report["targets"]
+    cpu = targets["cpu"]
+    tpu = {k: v for k, v in targets.items() if k != "cpu"}
+    crashed = [c for c in grid if "crash" in c]
+    meshes = {json.dumps(c["mesh"]) for c in grid}
+    sizes = sorted({math.prod(c["mesh"]) for c in grid})
+    text = (
+        f"The build compiled {sum(t['programs'] for t in targets.values()):,} such moves: "
+        f"{len(grid):,} pairs of specs on {len(meshes)} meshes of {sizes[0]} to "
+        f"{sizes[-1]} devices, each for the CPU backend, and those on 8 devices for "
+        + " and ".join(tpu)
+        + " too. The script names JAX's plan for "
+        f"{cpu['named']:,} of the {cpu['programs']:,} CPU programs and "
+        + " and ".join(
+            f"{v['named']:,} of the {v['programs']:,} for {k}" for k, v in tpu.items()
+        )
+        + ", and every plan it names is the compiled one, collective by collective and "
+        "byte for byte; for the other moves it says that it does not know."
+    )
+    if crashed:
+        check = crashed[0]["crash"]
+        text += (
+            f" {len(crashed)} of the pairs made the compiler abort the process "
+            f"(`{check}`), so they have no plan to compare."
+        )
+    return text
+
+
 def fill(markdown: str) -> str:
     """The explorer page with its table of examples and the size of its grid."""
     if MARKER in markdown:
@@ -241,6 +431,10 @@ def fill(markdown: str) -> str:
         COUNT in markdown
     ):  # every page passes through here: draw the grid only for this one
         markdown = markdown.replace(COUNT, f"{len(cases()):,}")
+    if MOVES in markdown:
+        markdown = markdown.replace(MOVES, moves_table())
+    if MOVES_CHECKED in markdown:
+        markdown = markdown.replace(MOVES_CHECKED, moves_checked())
     return markdown
 
 

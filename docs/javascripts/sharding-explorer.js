@@ -100,6 +100,144 @@
     return { block: block, bytes: prod(block) * ITEMSIZE[c.dtype], blocks: blocks };
   }
 
+  // ------------------------------------------------ moving an array from one spec to another
+
+  /* What JAX inserts to move an array from `c.spec` to `target`: the collectives of
+   * `jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, target))`, as XLA's SPMD
+   * partitioner plans them, for "cpu" or "tpu". The build compiles a grid of such moves
+   * (docs_build/reshard_grid.py) and holds these rules to every one (under Node and in the
+   * browser); a move no rule covers gets {steps: null, why}, never a guess.
+   *
+   * XLA sees a spec as tiles: how many blocks each dimension is cut into, and which block
+   * each device holds. Its plans, in the order it tries them, reduced to what the grid
+   * confirms:
+   *   same blocks on the same devices        nothing
+   *   each device's target block inside its own source block      nothing (a local slice)
+   *   same tile counts                       one collective-permute of the block
+   *   target cut finer, the block elsewhere  one collective-permute of the target block
+   *   target cut coarser                     all-gathers of the minor factor of each
+   *                                          dimension (per dimension, the last first, on
+   *                                          CPU; one on TPU), after a collective-permute
+   *                                          when they would not land on the target's
+   *                                          devices
+   *   as many tiles, two dimensions trade a factor   one all-to-all (moving the minor
+   *                                          factor of one to the minor end of the other),
+   *                                          then a collective-permute if needed
+   * Bytes are sent per device by the ring model (docs_build/hlo.py); the CPU backend moves
+   * bfloat16 as float32. */
+  var WIRE_ITEMSIZE = { cpu: { float32: 4, bfloat16: 4, int8: 1 }, tpu: ITEMSIZE };
+  // Gathers of arrays this small the TPU compiler sometimes runs as all-reduces instead.
+  var TPU_SMALL_GATHER = 1024;
+  var NOT_MODELLED = "JAX's plan for this move takes more than one kind of step; the " +
+    "explorer does not guess it.";
+
+  function tiling(c, spec) {
+    var size = {};
+    c.names.forEach(function (n, i) { size[n] = c.mesh[i]; });
+    var counts = spec.map(function (entry) {
+      return prod((entry || []).map(function (n) { return size[n]; }));
+    });
+    var index = [];
+    for (var device = 0; device < prod(c.mesh); device++) {
+      var coord = {}, rest = device;
+      for (var a = c.names.length - 1; a >= 0; a--) {
+        coord[c.names[a]] = rest % c.mesh[a];
+        rest = Math.floor(rest / c.mesh[a]);
+      }
+      index.push(spec.map(function (entry) {
+        var i = 0;
+        (entry || []).forEach(function (n) { i = i * size[n] + coord[n]; });
+        return i;
+      }));
+    }
+    return { counts: counts, index: index };
+  }
+
+  function sameIndex(a, b) {
+    return a.every(function (ix, device) {
+      return ix.every(function (i, d) { return i === b[device][d]; });
+    });
+  }
+
+  function reshard(c, target, backend) {
+    var checked = layout(c);
+    if (checked.error) return { error: checked.error };
+    checked = layout({ shape: c.shape, mesh: c.mesh, names: c.names, spec: target,
+      dtype: c.dtype });
+    if (checked.error) return { error: checked.error };
+    var s = tiling(c, c.spec), t = tiling(c, target), devices = prod(c.mesh);
+    var itemsize = WIRE_ITEMSIZE[backend][c.dtype];
+    var bytes = function (counts) {
+      return prod(c.shape.map(function (n, d) { return n / counts[d]; })) * itemsize;
+    };
+    var step = function (kind, group, wire) {
+      return { kind: kind, group: group, groups: group ? devices / group : devices,
+        wire: wire };
+    };
+    var permute = function (counts) { return step("collective-permute", null, bytes(counts)); };
+    var nd = c.shape.length, d, k;
+    if (sameIndex(s.index, t.index)) return { steps: [] };
+    var finer = true, coarser = true, equal = true;
+    for (d = 0; d < nd; d++) {
+      if (t.counts[d] % s.counts[d]) finer = false;
+      if (s.counts[d] % t.counts[d]) coarser = false;
+      if (s.counts[d] !== t.counts[d]) equal = false;
+    }
+    if (equal) return { steps: [permute(t.counts)] };
+    if (finer) {
+      k = t.counts.map(function (n, d) { return n / s.counts[d]; });
+      var held = t.index.every(function (ix, device) {
+        return ix.every(function (i, d) { return Math.floor(i / k[d]) === s.index[device][d]; });
+      });
+      return { steps: held ? [] : [permute(t.counts)] };
+    }
+    if (coarser) {
+      k = s.counts.map(function (n, d) { return n / t.counts[d]; });
+      if (backend === "tpu" && prod(c.shape) < TPU_SMALL_GATHER) {
+        return { steps: null, why: "A gather of an array of fewer than " + TPU_SMALL_GATHER.toLocaleString("en") +
+          " elements, which the TPU compiler sometimes runs as an all-reduce; the " +
+          "explorer does not guess which." };
+      }
+      var landed = s.index.map(function (ix) {
+        return ix.map(function (i, d) { return Math.floor(i / k[d]); });
+      });
+      var steps = sameIndex(landed, t.index) ? [] : [permute(s.counts)];
+      var counts = s.counts.slice();
+      if (backend === "tpu") {
+        var group = prod(k);
+        steps.push(step("all-gather", group, (group - 1) * bytes(t.counts) / group));
+      } else {
+        for (d = nd - 1; d >= 0; d--) {
+          if (k[d] === 1) continue;
+          counts[d] /= k[d];
+          steps.push(step("all-gather", k[d], (k[d] - 1) * bytes(counts) / k[d]));
+        }
+      }
+      return { steps: steps };
+    }
+    var from = [], to = [];
+    for (d = 0; d < nd; d++) {
+      if (s.counts[d] > t.counts[d]) from.push(d);
+      if (s.counts[d] < t.counts[d]) to.push(d);
+    }
+    if (from.length === 1 && to.length === 1 && prod(s.counts) === prod(t.counts)) {
+      var a = from[0], b = to[0];
+      k = s.counts[a] / t.counts[a];
+      if (k === Math.floor(k) && t.counts[b] === s.counts[b] * k) {
+        var moved = s.index.map(function (ix) {
+          var r = ix.slice();
+          r[a] = Math.floor(ix[a] / k);
+          r[b] = ix[b] * k + (ix[a] % k);
+          return r;
+        });
+        var out = [step("all-to-all", k, (k - 1) * bytes(s.counts) / k)];
+        if (!sameIndex(moved, t.index)) out.push(permute(t.counts));
+        return { steps: out };
+      }
+    }
+    return { steps: null, why: NOT_MODELLED };
+  }
+
   // -------------------------------------------------------------------- the page's form
 
   function element(tag, attributes, text) {
@@ -193,19 +331,26 @@
     this.form = root.querySelector("form");
     this.fields = {};
     var self = this;
-    ["shape", "mesh", "names", "dtype"].forEach(function (k) {
+    ["shape", "mesh", "names", "dtype", "backend"].forEach(function (k) {
       self.fields[k] = self.form.elements[k];
     });
     this.specRow = root.querySelector("[data-explorer=spec]");
+    this.targetRow = root.querySelector("[data-explorer=target]");
     this.out = root.querySelector("[data-explorer=answer]");
+    this.moveOut = root.querySelector("[data-explorer=move]");
     this.form.addEventListener("input", function (event) {
-      if (event.target.name !== "spec") self.rebuildSpec();
+      if (event.target.name !== "spec" && event.target.name !== "target") self.rebuildSpec();
       self.show();
     });
     this.form.addEventListener("change", function () { self.show(); });
     this.form.addEventListener("submit", function (event) { event.preventDefault(); });
     this.rebuildSpec();
     this.show();
+  }
+
+  function menuSpec(row) {
+    return Array.prototype.map.call(row.querySelectorAll("select"),
+      function (s) { return s.value === "None" ? null : s.value.split("+"); });
   }
 
   // The form's case, or throws an Error whose message says what to change.
@@ -217,10 +362,7 @@
         MAX_DEVICES + ".");
     }
     var axisNames = names(this.fields.names.value, mesh.length);
-    var spec = Array.prototype.map.call(
-      this.specRow.querySelectorAll("select"),
-      function (s) { return s.value === "None" ? null : s.value.split("+"); });
-    return { shape: shape, mesh: mesh, names: axisNames, spec: spec,
+    return { shape: shape, mesh: mesh, names: axisNames, spec: menuSpec(this.specRow),
       dtype: this.fields.dtype.value };
   };
 
@@ -233,19 +375,25 @@
     } catch (err) {
       return; // show() says what is wrong
     }
-    var old = Array.prototype.map.call(this.specRow.querySelectorAll("select"),
+    specMenus(this.specRow, "explorer-spec-", "spec", shape, axisNames);
+    specMenus(this.targetRow, "explorer-target-", "target", shape, axisNames);
+  };
+
+  // One menu per dimension, keeping what was chosen where it still exists.
+  function specMenus(row, prefix, name, shape, axisNames) {
+    var old = Array.prototype.map.call(row.querySelectorAll("select"),
       function (s) { return s.value; });
     var key = shape.length + "|" + axisNames.join(",");
-    if (this.specRow.dataset.key === key) return;
-    this.specRow.dataset.key = key;
-    this.specRow.textContent = "";
-    this.specRow.appendChild(element("span", { "aria-hidden": "true" }, "P("));
+    if (row.dataset.key === key) return;
+    row.dataset.key = key;
+    row.textContent = "";
+    row.appendChild(element("span", { "aria-hidden": "true" }, "P("));
     var options = choices(axisNames);
     for (var d = 0; d < shape.length; d++) {
-      var id = "explorer-spec-" + d;
+      var id = prefix + d;
       var label = element("label", { for: id, class: "explorer-spec-dim" });
       label.appendChild(element("span", {}, "dimension " + d));
-      var select = element("select", { id: id, name: "spec" });
+      var select = element("select", { id: id, name: name });
       options.forEach(function (entry) {
         select.appendChild(element("option", { value: choiceValue(entry) }, choiceLabel(entry)));
       });
@@ -254,13 +402,14 @@
         select.value = old[d];
       }
       label.appendChild(select);
-      this.specRow.appendChild(label);
+      row.appendChild(label);
     }
-    this.specRow.appendChild(element("span", { "aria-hidden": "true" }, ")"));
-  };
+    row.appendChild(element("span", { "aria-hidden": "true" }, ")"));
+  }
 
   Explorer.prototype.show = function () {
     this.out.textContent = "";
+    this.moveOut.textContent = "";
     var c;
     try {
       c = this.read();
@@ -269,6 +418,7 @@
         err.message));
       return;
     }
+    this.showMove(c);
     var found = layout(c);
     var code = element("p");
     code.appendChild(element("code", { "data-explorer": "spec-text" }, specText(c.spec)));
@@ -287,6 +437,63 @@
     this.out.appendChild(summary);
     this.out.appendChild(this.picture(c, found));
     this.out.appendChild(this.table(c, found));
+  };
+
+  // The move from the spec to the target: JAX's error, nothing, the steps, or "not known".
+  Explorer.prototype.showMove = function (c) {
+    var target = menuSpec(this.targetRow);
+    var backend = this.fields.backend.value;
+    var out = this.moveOut;
+    var head = element("p");
+    head.appendChild(document.createTextNode("From "));
+    head.appendChild(element("code", {}, specText(c.spec)));
+    head.appendChild(document.createTextNode(" to "));
+    head.appendChild(element("code", { "data-explorer": "target-text" }, specText(target)));
+    head.appendChild(document.createTextNode(", compiled for " +
+      (backend === "cpu" ? "the CPU backend:" : "a TPU:")));
+    out.appendChild(head);
+    var move = reshard(c, target, backend);
+    if (move.error) {
+      if (layout(c).error) {
+        out.appendChild(element("p", { "data-explorer": "move-refused" },
+          "The source spec is refused (above)."));
+      } else {
+        out.appendChild(element("p", {}, "JAX refuses the target spec:"));
+        out.appendChild(element("pre", { "data-explorer": "move-error" }, move.error));
+      }
+      return;
+    }
+    if (move.steps === null) {
+      out.appendChild(element("p", { "data-explorer": "move-unknown" }, move.why));
+      return;
+    }
+    if (!move.steps.length) {
+      out.appendChild(element("p", { "data-explorer": "move-none" }, "Nothing is sent: " +
+        "each device already holds its block, or cuts it from the block it holds."));
+      return;
+    }
+    var table = element("table", { "data-explorer": "move-steps" });
+    var headRow = element("tr");
+    ["step", "collective", "devices per group × groups", "bytes sent per device"]
+      .forEach(function (t) { headRow.appendChild(element("th", { scope: "col" }, t)); });
+    table.appendChild(element("thead")).appendChild(headRow);
+    var body = element("tbody"), total = 0;
+    move.steps.forEach(function (st, i) {
+      var row = element("tr", { "data-explorer": "move-step", "data-kind": st.kind,
+        "data-group": st.group === null ? "" : st.group, "data-groups": st.groups,
+        "data-wire": st.wire });
+      row.appendChild(element("th", { scope: "row" }, String(i + 1)));
+      row.appendChild(element("td", {}, st.kind));
+      row.appendChild(element("td", {}, st.group === null ? st.groups + " pairs" :
+        st.group + " × " + st.groups));
+      row.appendChild(element("td", {}, st.wire.toLocaleString("en")));
+      body.appendChild(row);
+      total += st.wire;
+    });
+    table.appendChild(body);
+    out.appendChild(table);
+    out.appendChild(element("p", { "data-explorer": "move-total" },
+      "In all, " + total.toLocaleString("en") + " bytes sent per device (ring model)."));
   };
 
   Explorer.prototype.table = function (c, found) {
@@ -410,13 +617,19 @@
     return figure;
   };
 
-  window.ShardingExplorer = { layout: layout, specText: specText };
+  var api = { layout: layout, reshard: reshard, specText: specText };
+  // Under Node (the build checks the model against the compiled grid) there is no page.
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+    return;
+  }
+  window.ShardingExplorer = api;
 
   function start() {
     var root = document.getElementById("explorer-app");
     if (root) {
       root.hidden = false;
-      window.ShardingExplorer.page = new Explorer(root);
+      api.page = new Explorer(root);
     }
   }
 
