@@ -13,7 +13,8 @@ PAGE = "tools/sharding-explorer/"
 
 # Types each case into the form as a reader would (the fields, then each dimension's menu),
 # and reads back what the page shows: JAX's error, or the bytes and every device's indices.
-DRIVE = """(cases) => {
+# The form as a reader fills it: `type` into a field, `pick` each dimension's menu of a spec.
+FORM = """
   const root = document.getElementById('explorer-app');
   const form = root.querySelector('form');
   const type = (name, value) => {
@@ -21,18 +22,29 @@ DRIVE = """(cases) => {
     field.value = value;
     field.dispatchEvent(new Event('input', {bubbles: true}));
   };
+  const pick = (selector, spec) => {
+    const menus = root.querySelectorAll(selector);
+    if (menus.length !== spec.length) return menus.length;
+    spec.forEach((entry, d) => {
+      menus[d].value = entry === null ? 'None' : entry.join('+');
+      menus[d].dispatchEvent(new Event('change', {bubbles: true}));
+    });
+    return menus.length;
+  };
+"""
+
+DRIVE = (
+    """(cases) => {"""
+    + FORM
+    + """
   return cases.map((c) => {
     type('shape', c.shape.join(', '));
     type('mesh', c.mesh.join(', '));
     type('names', c.names.join(', '));
     form.elements['dtype'].value = c.dtype;
     form.elements['dtype'].dispatchEvent(new Event('change', {bubbles: true}));
-    const menus = root.querySelectorAll('[data-explorer=spec] select');
-    if (menus.length !== c.shape.length) return {menus: menus.length};
-    c.spec.forEach((entry, d) => {
-      menus[d].value = entry === null ? 'None' : entry.join('+');
-      menus[d].dispatchEvent(new Event('change', {bubbles: true}));
-    });
+    const menus = pick('[data-explorer=spec] select', c.spec);
+    if (menus !== c.shape.length) return {menus: menus};
     const answer = root.querySelector('[data-explorer=answer]');
     const error = answer.querySelector('[data-explorer=error]');
     if (error) return {error: error.textContent};
@@ -45,6 +57,7 @@ DRIVE = """(cases) => {
     };
   });
 }"""
+)
 
 
 def shown(answer: dict) -> dict:
@@ -80,22 +93,10 @@ def test_the_page_shows_what_jax_answers_for_every_case_of_the_grid(context, bas
 
 # Types a move into the form (the case, then the target's menus and the backend) and reads
 # back the plan the page shows: its steps, [] for nothing sent, "unknown", or JAX's error.
-DRIVE_MOVES = """(moves) => {
-  const root = document.getElementById('explorer-app');
-  const form = root.querySelector('form');
-  const type = (name, value) => {
-    const field = form.elements[name];
-    field.value = value;
-    field.dispatchEvent(new Event('input', {bubbles: true}));
-  };
-  const pick = (selector, spec) => {
-    const menus = root.querySelectorAll(selector);
-    spec.forEach((entry, d) => {
-      menus[d].value = entry === null ? 'None' : entry.join('+');
-      menus[d].dispatchEvent(new Event('change', {bubbles: true}));
-    });
-    return menus.length;
-  };
+DRIVE_MOVES = (
+    """(moves) => {"""
+    + FORM
+    + """
   return moves.map((m) => {
     type('shape', m.shape.join(', '));
     type('mesh', m.mesh.join(', '));
@@ -117,6 +118,7 @@ DRIVE_MOVES = """(moves) => {
     }));
   });
 }"""
+)
 
 
 def test_the_page_shows_the_compiled_plan_of_every_move_it_names(context, base_url):
