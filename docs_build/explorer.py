@@ -13,6 +13,7 @@ Run `python -m docs_build.explorer` to print how many cases there are and a few 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -241,11 +242,15 @@ def examples_table() -> str:
     return "\n".join(lines)
 
 
+@functools.cache
+def moves_grid() -> dict:
+    return json.loads(MOVES_GRID.read_text(encoding="utf-8"))
+
+
 def moves() -> list[dict]:
     """Each compiled move of the grid: its case, the target it was compiled for, the
     backend the explorer calls it ("cpu" or "tpu") and JAX's plan. A case whose compile
     aborted has none."""
-    grid = json.loads(MOVES_GRID.read_text(encoding="utf-8"))
     return [
         {
             "case": case,
@@ -253,7 +258,7 @@ def moves() -> list[dict]:
             "backend": "cpu" if target == "cpu" else "tpu",
             "plan": plan,
         }
-        for case in grid["cases"]
+        for case in moves_grid()["cases"]
         for target, plan in case.get("plans", {}).items()
     ]
 
@@ -394,7 +399,7 @@ def moves_table() -> str:
 def moves_checked() -> str:
     """The page's account of the check, from the grid and the script's answers."""
     report = check_moves()
-    grid = json.loads(MOVES_GRID.read_text(encoding="utf-8"))["cases"]
+    grid = moves_grid()["cases"]
     targets = report["targets"]
     cpu = targets["cpu"]
     tpu = {k: v for k, v in targets.items() if k != "cpu"}

@@ -131,26 +131,14 @@
   var NOT_MODELLED = "JAX's plan for this move takes more than one kind of step; the " +
     "explorer does not guess it.";
 
-  function tiling(c, spec) {
-    var size = {};
-    c.names.forEach(function (n, i) { size[n] = c.mesh[i]; });
-    var counts = spec.map(function (entry) {
-      return prod((entry || []).map(function (n) { return size[n]; }));
-    });
-    var index = [];
-    for (var device = 0; device < prod(c.mesh); device++) {
-      var coord = {}, rest = device;
-      for (var a = c.names.length - 1; a >= 0; a--) {
-        coord[c.names[a]] = rest % c.mesh[a];
-        rest = Math.floor(rest / c.mesh[a]);
-      }
-      index.push(spec.map(function (entry) {
-        var i = 0;
-        (entry || []).forEach(function (n) { i = i * size[n] + coord[n]; });
-        return i;
-      }));
-    }
-    return { counts: counts, index: index };
+  // A layout (above) as XLA sees it: blocks per dimension, each device's block index.
+  function tiling(c, found) {
+    return {
+      counts: c.shape.map(function (n, d) { return n / found.block[d]; }),
+      index: found.blocks.map(function (block) {
+        return block.map(function (r, d) { return r[0] / found.block[d]; });
+      })
+    };
   }
 
   function sameIndex(a, b) {
@@ -160,12 +148,12 @@
   }
 
   function reshard(c, target, backend) {
-    var checked = layout(c);
-    if (checked.error) return { error: checked.error };
-    checked = layout({ shape: c.shape, mesh: c.mesh, names: c.names, spec: target,
+    var from = layout(c);
+    if (from.error) return { error: from.error };
+    var to = layout({ shape: c.shape, mesh: c.mesh, names: c.names, spec: target,
       dtype: c.dtype });
-    if (checked.error) return { error: checked.error };
-    var s = tiling(c, c.spec), t = tiling(c, target), devices = prod(c.mesh);
+    if (to.error) return { error: to.error };
+    var s = tiling(c, from), t = tiling(c, to), devices = prod(c.mesh);
     var itemsize = WIRE_ITEMSIZE[backend][c.dtype];
     var bytes = function (counts) {
       return prod(c.shape.map(function (n, d) { return n / counts[d]; })) * itemsize;
