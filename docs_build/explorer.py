@@ -174,14 +174,17 @@ def _answer(grid: list[dict]) -> list[dict]:
             tuple(c["shape"]),
             tuple(c["mesh"]),
             tuple(c["names"]),
-            tuple(
-                tuple(e) if e and len(e) > 1 else (e[0] if e else None)
-                for e in c["spec"]
-            ),
+            spec_entries(c["spec"]),
             c["dtype"],
         )
         for c in grid
     ]
+
+
+def spec_entries(spec: list) -> tuple:
+    """A case's spec (each entry None or a list of axis names) as PartitionSpec's entries:
+    [None, ['x'], ['x', 'y']] -> (None, 'x', ('x', 'y'))."""
+    return tuple(None if not e else e[0] if len(e) == 1 else tuple(e) for e in spec)
 
 
 def spec_text(spec: list) -> str:
@@ -263,6 +266,18 @@ def moves() -> list[dict]:
     ]
 
 
+def move_job(move: dict) -> dict:
+    """What the page's script is asked for a move, by the build (under Node) and by the
+    browser tests (through the form): the case, both specs and the backend."""
+    case = move["case"]
+    return {
+        **{k: case[k] for k in ("shape", "mesh", "names", "dtype")},
+        "source": case["source"],
+        "target": case["target"],
+        "backend": move["backend"],
+    }
+
+
 class ScriptDisagrees(RuntimeError):
     """The explorer's script names a plan for a move that is not the compiled one."""
 
@@ -319,17 +334,9 @@ def moves_report() -> dict:
     """Every compiled move answered by the page's script: how many it names, per target,
     and each disagreement (there must be none: `check_moves` raises)."""
     found = moves()
-    jobs = [
-        {
-            **{k: m["case"][k] for k in ("shape", "mesh", "names", "dtype")},
-            "source": m["case"]["source"],
-            "target": m["case"]["target"],
-            "backend": m["backend"],
-        }
-        for m in found
-    ]
     report = {"targets": {}, "disagreements": [], "unmodelled": []}
-    for move, answer in zip(found, script_answers(jobs), strict=True):
+    answers = script_answers([move_job(m) for m in found])
+    for move, answer in zip(found, answers, strict=True):
         counts = report["targets"].setdefault(
             move["target"], {"programs": 0, "named": 0}
         )

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from docs_build import hlo
+from docs_build import explorer, hlo
 from docs_build.tpu import driver
 
 HERE = Path(__file__).resolve().parent
@@ -75,9 +75,7 @@ def specs(mesh: tuple[int, ...], names: tuple[str, ...], shape: tuple[int, ...])
     """Every spec the explorer's menus offer that places `shape` on the mesh: each axis at
     most once, and each dimension divisible by the devices that split it."""
     size = dict(zip(names, mesh, strict=True))
-    one = [()] + [
-        p for k in range(1, len(names) + 1) for p in itertools.permutations(names, k)
-    ]
+    one = [entry or () for entry in explorer.spec_choices(names)]
     for spec in itertools.product(one, repeat=len(shape)):
         used = [a for entry in spec for a in entry]
         if len(used) == len(set(used)) and all(
@@ -114,18 +112,11 @@ def targets_of(case: dict) -> tuple[str, ...]:
     return ("cpu", *TPU_TARGETS) if math.prod(case["mesh"]) == 8 else ("cpu",)
 
 
-def _spec(entries: list):
-    from jax.sharding import PartitionSpec as P
-
-    return P(
-        *(None if e is None else e[0] if len(e) == 1 else tuple(e) for e in entries)
-    )
-
-
 def plan(case: dict, devices: list) -> list[dict]:
     """The collectives of the compiled move, in program order."""
     import jax
     from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     mesh = jax.make_mesh(
         tuple(case["mesh"]),
@@ -136,10 +127,11 @@ def plan(case: dict, devices: list) -> list[dict]:
     source = jax.ShapeDtypeStruct(
         tuple(case["shape"]),
         case["dtype"],
-        sharding=NamedSharding(mesh, _spec(case["source"])),
+        sharding=NamedSharding(mesh, P(*explorer.spec_entries(case["source"]))),
     )
     move = jax.jit(
-        lambda a: a, out_shardings=NamedSharding(mesh, _spec(case["target"]))
+        lambda a: a,
+        out_shardings=NamedSharding(mesh, P(*explorer.spec_entries(case["target"]))),
     )
     program = hlo.read(move.lower(source).compile().as_text(), len(mesh.devices.flat))
     return [

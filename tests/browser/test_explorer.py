@@ -123,15 +123,7 @@ DRIVE_MOVES = (
 
 def test_the_page_shows_the_compiled_plan_of_every_move_it_names(context, base_url):
     moves = explorer.moves()
-    jobs = [
-        {
-            **{k: m["case"][k] for k in ("shape", "mesh", "names", "dtype")},
-            "source": m["case"]["source"],
-            "target": m["case"]["target"],
-            "backend": m["backend"],
-        }
-        for m in moves
-    ]
+    jobs = [explorer.move_job(m) for m in moves]
     page, seen = visit(context, base_url + PAGE, wait="load")
     got = []
     for start in range(0, len(jobs), 100):
