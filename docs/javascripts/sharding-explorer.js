@@ -141,6 +141,13 @@
     };
   }
 
+  // Each device's block index once every dimension d is cut k[d] times less finely.
+  function coarsened(index, k) {
+    return index.map(function (ix) {
+      return ix.map(function (i, d) { return Math.floor(i / k[d]); });
+    });
+  }
+
   function sameIndex(a, b) {
     return a.every(function (ix, device) {
       return ix.every(function (i, d) { return i === b[device][d]; });
@@ -174,22 +181,16 @@
     if (equal) return { steps: [permute(t.counts)] };
     if (finer) {
       k = t.counts.map(function (n, d) { return n / s.counts[d]; });
-      var held = t.index.every(function (ix, device) {
-        return ix.every(function (i, d) { return Math.floor(i / k[d]) === s.index[device][d]; });
-      });
-      return { steps: held ? [] : [permute(t.counts)] };
+      return { steps: sameIndex(coarsened(t.index, k), s.index) ? [] : [permute(t.counts)] };
     }
     if (coarser) {
       k = s.counts.map(function (n, d) { return n / t.counts[d]; });
       if (backend === "tpu" && prod(c.shape) < TPU_SMALL_GATHER) {
-        return { steps: null, why: "A gather of an array of fewer than " + TPU_SMALL_GATHER.toLocaleString("en") +
-          " elements, which the TPU compiler sometimes runs as an all-reduce; the " +
-          "explorer does not guess which." };
+        return { steps: null, why: "A gather of an array of fewer than " +
+          TPU_SMALL_GATHER.toLocaleString("en") + " elements, which the TPU compiler " +
+          "sometimes runs as an all-reduce; the explorer does not guess which." };
       }
-      var landed = s.index.map(function (ix) {
-        return ix.map(function (i, d) { return Math.floor(i / k[d]); });
-      });
-      var steps = sameIndex(landed, t.index) ? [] : [permute(s.counts)];
+      var steps = sameIndex(coarsened(s.index, k), t.index) ? [] : [permute(s.counts)];
       var counts = s.counts.slice();
       if (backend === "tpu") {
         var group = prod(k);
@@ -203,13 +204,13 @@
       }
       return { steps: steps };
     }
-    var from = [], to = [];
+    var shrink = [], grow = [];
     for (d = 0; d < nd; d++) {
-      if (s.counts[d] > t.counts[d]) from.push(d);
-      if (s.counts[d] < t.counts[d]) to.push(d);
+      if (s.counts[d] > t.counts[d]) shrink.push(d);
+      if (s.counts[d] < t.counts[d]) grow.push(d);
     }
-    if (from.length === 1 && to.length === 1 && prod(s.counts) === prod(t.counts)) {
-      var a = from[0], b = to[0];
+    if (shrink.length === 1 && grow.length === 1 && prod(s.counts) === prod(t.counts)) {
+      var a = shrink[0], b = grow[0];
       k = s.counts[a] / t.counts[a];
       if (k === Math.floor(k) && t.counts[b] === s.counts[b] * k) {
         var moved = s.index.map(function (ix) {
@@ -406,8 +407,8 @@
         err.message));
       return;
     }
-    this.showMove(c);
     var found = layout(c);
+    this.showMove(c, found);
     var code = element("p");
     code.appendChild(element("code", { "data-explorer": "spec-text" }, specText(c.spec)));
     this.out.appendChild(code);
@@ -428,7 +429,7 @@
   };
 
   // The move from the spec to the target: JAX's error, nothing, the steps, or "not known".
-  Explorer.prototype.showMove = function (c) {
+  Explorer.prototype.showMove = function (c, found) {
     var target = menuSpec(this.targetRow);
     var backend = this.fields.backend.value;
     var out = this.moveOut;
@@ -442,7 +443,7 @@
     out.appendChild(head);
     var move = reshard(c, target, backend);
     if (move.error) {
-      if (layout(c).error) {
+      if (found.error) {
         out.appendChild(element("p", { "data-explorer": "move-refused" },
           "The source spec is refused (above)."));
       } else {
