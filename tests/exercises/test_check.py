@@ -414,6 +414,39 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
             """,
             id="column_sums: with_sharding_constraint inside the jit",
         ),
+        pytest.param(
+            "place_batch",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def place_batch(x, mesh):
+                n = mesh.shape["data"]
+                if x.ndim == 0 or x.shape[0] % n:
+                    raise ValueError(f"use a batch size that is a multiple of {n}")
+                spec = P("data", *[None] * (x.ndim - 1))
+                return jax.device_put(x, NamedSharding(mesh, spec))
+            """,
+            id="place_batch: a spec with trailing Nones",
+        ),
+        pytest.param(
+            "place_batch",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import NamedSharding
+
+
+            def place_batch(x, mesh):
+                n = dict(zip(mesh.axis_names, mesh.devices.shape))["data"]
+                if len(x) % n:
+                    raise ValueError(f"{len(x)} is not a multiple of {n}")
+                return jax.device_put(x, NamedSharding(mesh, P(("data",))))
+            """,
+            id="place_batch: the axis size read off the device grid, ('data',)",
+        ),
     ],
 )
 def test_right_answers_written_another_way_pass(grade, exercise, source):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 
+import jax
 import numpy as np
 from jax import P
+from jax.sharding import Mesh, NamedSharding
 
 from snippets.exercises.common import (
     checks,
@@ -19,6 +21,7 @@ from snippets.exercises.common import (
 from snippets.exercises.grading import (
     Case,
     Exercise,
+    Problems,
     array_problems,
     shard_shape_problems,
     sharding_problems,
@@ -35,6 +38,7 @@ def place_batch_cases() -> list[Case]:
             args=lambda: (x.copy(), make_mesh(shape, names)),
             check=checks(
                 lambda got, a: array_problems(got, x, dtype=x.dtype),
+                lambda got, a: first_axis_problems(got, a[1]),
                 lambda got, a: sharding_problems(got, a[1], P("data")),
                 lambda got, a: shard_shape_problems(got, block),
             ),
@@ -54,8 +58,32 @@ def place_batch_cases() -> list[Case]:
         ok_case((8,), ("data",), (16, 4)),
         ok_case((2, 4), ("data", "model"), (8, 3)),
         ok_case((4, 2), ("data", "model"), (4,), np.int32),  # labels: int32 stays
+        # "data" second: its place in the mesh is not what names it
+        ok_case((2, 4), ("model", "data"), (8, 3)),
         error_case((8,), ("data",), (12, 4)),
         error_case((2, 4), ("data", "model"), (5, 3)),
+        # 6 examples split over 'model', not over 'data'
+        error_case((2, 4), ("model", "data"), (6, 3)),
+    ]
+
+
+def first_axis_problems(got, mesh: Mesh) -> Problems:
+    """The examples split over the mesh's first axis, on a mesh whose first axis is not
+    "data"."""
+    first = mesh.axis_names[0]
+    if first == "data" or not isinstance(got, jax.Array):
+        return []
+    sharding = got.sharding
+    if not isinstance(sharding, NamedSharding) or not sharding.spec:
+        return []
+    entry = sharding.spec[0]
+    if entry != first and entry != (first,):
+        return []
+    return [
+        f"it splits the examples over '{first}', the mesh's first axis, but this mesh "
+        f"has its axes in the order {mesh.axis_names}: 'data' is not first. Name the "
+        'axis rather than take the first one: P("data") and mesh.shape["data"], '
+        "wherever 'data' is in the mesh."
     ]
 
 
