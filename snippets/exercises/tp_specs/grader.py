@@ -64,6 +64,8 @@ def tp_problems(got, mesh: Mesh, axis: str) -> Problems:
         return [f"the MLP has no parameters {extra}; the keys are {list(MLP_PARAMS)}."]
     if wrong := [n for n in MLP_PARAMS if not isinstance(got[n], P)]:
         return [f"the values must be PartitionSpecs, P(...); {wrong} are not."]
+    if problems := other_axes_problems(got, axis):
+        return problems
 
     model = build_model("MLP", (D_IN, D_HIDDEN, D_OUT), 0)
     x = np.random.default_rng(0).standard_normal((16, D_IN), dtype=np.float32)
@@ -105,6 +107,30 @@ def tp_problems(got, mesh: Mesh, axis: str) -> Problems:
             f"its columns, and which along its rows?"
         )
     return problems
+
+
+def axes_of(spec: P) -> list[str]:
+    """The mesh axes a spec names, in order."""
+    names = []
+    for entry in spec:
+        for name in (entry,) if isinstance(entry, str) else entry or ():
+            names.append(name)
+    return names
+
+
+def other_axes_problems(got: dict, axis: str) -> Problems:
+    """A spec that splits over `axis` and over other mesh axes as well."""
+    for name in MLP_PARAMS:
+        names = axes_of(got[name])
+        if axis in names and (others := [n for n in names if n != axis]):
+            return [
+                f"{name} is laid out as {got[name]}: split over "
+                f"{', '.join(map(repr, others))} as well as '{axis}'. Tensor "
+                f"parallelism splits the weights over the axis it is given, '{axis}', "
+                "alone: the other axes of the mesh (such as 'data', for data "
+                "parallelism) each hold a copy. Name only that axis in every spec."
+            ]
+    return []
 
 
 EXERCISE = Exercise(
