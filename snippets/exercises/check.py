@@ -350,8 +350,10 @@ def failed_loads_kept_quiet():
 def call_problems(exercise, fn, case, args: tuple, shown: str) -> list[str]:
     from snippets.exercises.grading import kind
 
+    watching = case.watch() if case.watch is not None else contextlib.nullcontext()
     try:
-        got = fn(*args)
+        with watching:
+            got = fn(*args)
     except (Exception, SystemExit) as err:
         if case.raises is not None and isinstance(err, case.raises):
             text = str(err)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,10 @@ class Case:
     check: Callable[[Any, tuple], Problems] | None = None
     raises: type[Exception] | None = None  # the call must raise this instead
     message_has: tuple[str, ...] = ()  # ... with these words in its message
+    # What the grader watches while the function runs, for a check that must know how the
+    # result was made, not only what it is: a context manager entered around the call,
+    # which the check then reads (see sharded_linear's and checkpoint_restore's graders).
+    watch: Callable[[], AbstractContextManager] | None = None
 
 
 @dataclass(frozen=True)

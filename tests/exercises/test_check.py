@@ -432,6 +432,52 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
             id="place_batch: a spec with trailing Nones",
         ),
         pytest.param(
+            "sharded_linear",
+            """
+            import jax
+            from flax import nnx
+
+
+            def sharded_linear(d_in, d_out, mesh, seed):
+                @nnx.jit
+                def create():
+                    return nnx.Linear(
+                        d_in,
+                        d_out,
+                        kernel_init=nnx.with_partitioning(
+                            nnx.initializers.lecun_normal(), (None, "model")
+                        ),
+                        bias_init=nnx.with_partitioning(
+                            nnx.initializers.zeros_init(), ("model",)
+                        ),
+                        rngs=nnx.Rngs(seed),
+                    )
+
+                with jax.set_mesh(mesh):
+                    return create()
+            """,
+            id="sharded_linear: created under nnx.jit, born sharded",
+        ),
+        pytest.param(
+            "sharded_linear",
+            """
+            import jax
+            from flax import nnx
+
+
+            def sharded_linear(d_in, d_out, mesh, seed):
+                with jax.set_mesh(mesh):
+                    return nnx.Linear(
+                        d_in,
+                        d_out,
+                        kernel_metadata={"out_sharding": (None, "model")},
+                        bias_metadata={"out_sharding": ("model",)},
+                        rngs=nnx.Rngs(seed),
+                    )
+            """,
+            id="sharded_linear: the annotation given as kernel_metadata",
+        ),
+        pytest.param(
             "place_batch",
             """
             import jax
@@ -452,3 +498,21 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
 def test_right_answers_written_another_way_pass(grade, exercise, source):
     status, out, _ = grade(exercise, source)
     assert status == 0, out
+
+
+def test_what_a_case_watches_is_put_back_even_when_the_call_raises(grade):
+    """sharded_linear's grader records Flax's parameter creations by patching
+    Variable.__init__ around the call; an answer that raises leaves it as it was."""
+    from flax.nnx import variablelib
+
+    before = variablelib.Variable.__init__
+    status, out, _ = grade(
+        "sharded_linear",
+        """
+        def sharded_linear(d_in, d_out, mesh, seed):
+            raise RuntimeError("not yet")
+        """,
+    )
+    assert status == 1
+    assert "RuntimeError: not yet" in out
+    assert variablelib.Variable.__init__ is before
