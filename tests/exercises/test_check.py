@@ -478,6 +478,29 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
             id="sharded_linear: the annotation given as kernel_metadata",
         ),
         pytest.param(
+            "checkpoint_restore",
+            """
+            import jax
+            from jax import P
+            from jax.sharding import NamedSharding
+            from orbax.checkpoint import v1 as ocp
+
+
+            def checkpoint_restore(path, mesh, specs):
+                leaves, tree = jax.tree.flatten_with_path(ocp.metadata(path).metadata)
+                target = []
+                for path_, m in leaves:
+                    name = ".".join(str(getattr(k, "key", k)) for k in path_)
+                    spec = next(
+                        (s for p, s in specs.items() if f".{p}." in f"{name}."), P()
+                    )
+                    sharding = NamedSharding(mesh, spec)
+                    target.append(jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=sharding))
+                return ocp.load(path, abstract_state=jax.tree.unflatten(tree, target))
+            """,
+            id="checkpoint_restore: the target built from the flattened metadata",
+        ),
+        pytest.param(
             "place_batch",
             """
             import jax

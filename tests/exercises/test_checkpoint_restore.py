@@ -1,4 +1,4 @@
-"""checkpoint_restore: what its reference solution refuses, and an answer it accepts."""
+"""checkpoint_restore: what its reference solution refuses, and what its grader watches."""
 
 import jax
 import pytest
@@ -10,25 +10,6 @@ from snippets.advanced.checkpoints.state import FSDP, sharded_train_state, state
 from snippets.exercises import solution
 
 checkpoint_restore = solution("checkpoint_restore")
-
-RESTORE_THEN_MOVE = """
-import jax
-from jax import P
-from jax.sharding import NamedSharding
-from orbax.checkpoint import v1 as ocp
-
-
-def checkpoint_restore(path, mesh, specs):
-    restored = ocp.load(path)
-
-    def place(path_, array):
-        name = jax.tree_util.keystr(path_, simple=True, separator=".")
-        found = [p for p in specs if name.removesuffix(".value").endswith("." + p)]
-        spec = specs[found[0]] if found else P()
-        return jax.device_put(array, NamedSharding(mesh, spec))
-
-    return jax.tree.map_with_path(place, restored)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +34,6 @@ def test_the_solution_says_what_to_change(fsdp_checkpoint):
         checkpoint_restore(fsdp_checkpoint, three, {"down.kernel": P(None, "model")})
 
 
-def test_restoring_then_moving_the_arrays_is_accepted(grade):
-    """The result is right, so the grader passes it (the statement's solution says what
-    it costs): the framework has no way to pass an answer with a remark."""
-    status, out, _ = grade("checkpoint_restore", RESTORE_THEN_MOVE)
-    assert status == 0, out
-    assert out.splitlines()[-1] == (
-        "PASSED: checkpoint_restore is right on all 3 hidden cases."
-    )
-
-
 def test_the_grader_drops_only_a_failed_loads_leftovers(monkeypatch):
     """test_wrong_answers.py fails on any leftover a wrong answer's failed ocp.load prints
     ("Exception ignored ... Event loop is closed"); an unrelated one still shows."""
@@ -82,3 +53,30 @@ def test_the_grader_drops_only_a_failed_loads_leftovers(monkeypatch):
         quiet.collect = True
     gc.collect()
     assert [type(u.exc_value) for u in seen] == [ValueError]
+
+
+def test_the_grader_records_only_the_arrays_orbax_builds_during_the_call():
+    """Reads watches jax.make_array_from_single_device_arrays around the call only: what
+    the reference solution reads is on the target layouts, and the function is put back
+    even when the call raises."""
+    from snippets.exercises.checkpoint_restore.grader import (
+        Reads,
+        checkpoint_restore_cases,
+    )
+
+    make = jax.make_array_from_single_device_arrays
+    case = checkpoint_restore_cases()[0]
+    args = case.args()
+    seen = Reads()
+    with seen.watching():
+        restored = checkpoint_restore(*args)
+    assert jax.make_array_from_single_device_arrays is make
+    leaves = jax.tree.leaves(restored)
+    assert len(seen.arrays) == len(leaves) == 14
+    assert sorted(str(s.spec) for _, s in seen.arrays) == sorted(
+        str(a.sharding.spec) for a in leaves
+    )
+    assert case.check(restored, args) == []
+    with pytest.raises(RuntimeError), seen.watching():
+        raise RuntimeError
+    assert jax.make_array_from_single_device_arrays is make and seen.arrays == []

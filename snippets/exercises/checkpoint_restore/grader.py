@@ -11,6 +11,8 @@ mesh with other specs. The directories are removed when the grader's Python exit
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import jax
@@ -140,6 +142,7 @@ def checkpoint_restore_cases() -> list[Case]:
 
         new_mesh = mesh_of(*restored_on[:3])
         ids = ", ".join(map(str, restored_on[2]))
+        seen = Reads()
         cases.append(
             Case(
                 about=(
@@ -148,12 +151,80 @@ def checkpoint_restore_cases() -> list[Case]:
                     f"onto {mesh_words(new_mesh)} of devices {ids}"
                 ),
                 args=args,
-                check=lambda got, a, values=values, old=old: restore_problems(
-                    got, a, values, old
+                check=lambda got, a, values=values, old=old, seen=seen: (
+                    restore_problems(got, a, values, old)
+                    or read_problems(seen.arrays, a, values)
                 ),
+                watch=seen.watching,
             )
         )
     return cases
+
+
+class Reads:
+    """The arrays Orbax builds while the learner's function runs: (shape, sharding).
+
+    Orbax makes every jax.Array it reads from the shards it read, with
+    jax.make_array_from_single_device_arrays, on the sharding it was asked for (its
+    target's, or, without one, the saved one). Arrays read as saved and moved afterwards
+    end up where they should, so only this tells them apart. This patches that JAX
+    function, only during the call.
+    """
+
+    def __init__(self) -> None:
+        self.arrays: list[tuple[tuple[int, ...], jax.sharding.Sharding]] = []
+
+    @contextmanager
+    def watching(self) -> Iterator[Reads]:
+        self.arrays = []
+        make = jax.make_array_from_single_device_arrays
+
+        def recording(shape, sharding, arrays, *args, **kwargs):
+            self.arrays.append((tuple(shape), sharding))
+            return make(shape, sharding, arrays, *args, **kwargs)
+
+        jax.make_array_from_single_device_arrays = recording
+        try:
+            yield self
+        finally:
+            jax.make_array_from_single_device_arrays = make
+
+
+def read_problems(arrays: list, args, values: dict) -> Problems:
+    """Was every array read straight onto a layout the result asks for?"""
+    _, mesh, specs = args
+    wanted: dict[tuple[int, ...], list[NamedSharding]] = {}
+    for name, value in values.items():
+        wanted.setdefault(value.shape, []).append(
+            NamedSharding(mesh, spec_for(name, specs))
+        )
+    elsewhere = [
+        sharding
+        for shape, sharding in arrays
+        if not any(
+            sharding.is_equivalent_to(w, len(shape)) for w in wanted.get(shape, [])
+        )
+    ]
+    if not elsewhere:
+        return []
+    where = sorted(
+        {
+            mesh_text(s.mesh)
+            if isinstance(s, NamedSharding)
+            else f"devices {sorted(d.id for d in s.device_set)}"
+            for s in elsewhere
+        }
+    )
+    return [
+        f"it reads the checkpoint onto another layout and moves the arrays "
+        f"afterwards: {len(elsewhere)} of the {len(arrays)} arrays Orbax read came "
+        f"onto {' and '.join(where)}, not as specs says on the mesh it was given, "
+        f"{mesh_text(mesh)}. Each such array is then held twice, and one saved whole "
+        "is read whole. Pass ocp.load a target instead: the checkpoint's tree, "
+        "ocp.metadata(path).metadata, as jax.ShapeDtypeStruct(shape, dtype, "
+        "sharding=NamedSharding(mesh, spec)), so that every array is read straight "
+        "onto its layout."
+    ]
 
 
 def restore_problems(got, args, values: dict, old: dict) -> Problems:
