@@ -313,6 +313,7 @@ class Step:
     out_shapes: tuple[tuple[int, ...], ...]
     reaches: bool  # what it computes reaches the function's result
     returned: bool  # the result is its output, only moved, reshaped or stacked
+    manual: bool = False  # it runs in a shard_map's body: on one device's blocks
 
 
 @dataclass(frozen=True)
@@ -389,7 +390,7 @@ def program_steps(jaxpr, positions: tuple[int, ...]) -> list[Step]:
     def union(sets) -> frozenset:
         return frozenset().union(*sets)
 
-    def walk(program, inputs: list[_State]) -> list[_State]:
+    def walk(program, inputs: list[_State], manual: bool) -> list[_State]:
         env: dict = dict(zip(program.invars, inputs, strict=True))
 
         def read(var) -> _State:
@@ -409,7 +410,7 @@ def program_steps(jaxpr, positions: tuple[int, ...]) -> list[Step]:
                     into = ins
                 else:
                     into = [(args, came, frozenset())] * len(sub.invars)
-                inner.append(walk(sub, into))
+                inner.append(walk(sub, into, manual or name == "shard_map"))
             n = len(eqn.outvars)
             if name == "shard_map" and inner and len(inner[0]) == n:
                 outs = [(a, c | came, frozenset({number})) for a, c, _ in inner[0]]
@@ -434,19 +435,27 @@ def program_steps(jaxpr, positions: tuple[int, ...]) -> list[Step]:
                 tuple(s[0] for s in ins),
                 tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.invars),
                 tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.outvars),
+                manual,
             )
         return [read(v) for v in program.outvars]
 
     results = walk(
-        jaxpr, [(frozenset({p}), frozenset(), frozenset()) for p in positions]
+        jaxpr, [(frozenset({p}), frozenset(), frozenset()) for p in positions], False
     )
     reached = union(s[1] for s in results)
     returned = union(s[2] for s in results)
     return [
         Step(
-            name, params, operands, shapes, outs, number in reached, number in returned
+            name,
+            params,
+            operands,
+            shapes,
+            outs,
+            number in reached,
+            number in returned,
+            manual,
         )
-        for number, (name, params, operands, shapes, outs) in enumerate(found)
+        for number, (name, params, operands, shapes, outs, manual) in enumerate(found)
     ]
 
 

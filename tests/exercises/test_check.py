@@ -478,6 +478,48 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
             id="sharded_linear: the annotation given as kernel_metadata",
         ),
         pytest.param(
+            "ring_attention",
+            """
+            import jax
+            import jax.numpy as jnp
+            from jax import P
+
+
+            def ring_attention(q, k, v, mesh):
+                n = mesh.shape["seq"]
+                right = [(i, (i + 1) % n) for i in range(n)]
+
+                def body(q, k, v):
+                    b, d = q.shape
+                    me = jax.lax.axis_index("seq")
+                    queries = me * b + jnp.arange(b)[:, None]
+
+                    def fold(h, kv, top, den, num):
+                        keys = (me - h) % n * b + jnp.arange(b)
+                        s = (q[:, None, :] * kv[0][None, :, :]).sum(-1) / jnp.sqrt(d)
+                        s = jnp.where(keys <= queries, s, -jnp.inf)
+                        new = jnp.maximum(top, s.max(axis=1))
+                        scale = jnp.exp(top - new)
+                        w = jnp.exp(s - new[:, None])
+                        return new, den * scale + w.sum(axis=1), num * scale[:, None] + w @ kv[1]
+
+                    def hop(h, state):
+                        kv = jax.lax.ppermute(state[0], "seq", right)
+                        return (kv, *fold(h, kv, *state[1:]))
+
+                    kv = jnp.stack([k, v])  # a block of k and one of v, sent together
+                    empty = jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, d))
+                    empty = [jax.lax.pcast(a, "seq", to="varying") for a in empty]
+                    state = (kv, *fold(0, kv, *empty))
+                    _, _, den, num = jax.lax.fori_loop(1, n, hop, state)
+                    return num / den[:, None]
+
+                return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("seq"),
+                                             out_specs=P("seq")))(q, k, v)
+            """,
+            id="ring_attention: k and v stacked, scores by broadcasting, a fori_loop",
+        ),
+        pytest.param(
             "checkpoint_restore",
             """
             import jax

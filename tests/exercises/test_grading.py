@@ -69,3 +69,22 @@ def test_program_steps_follow_the_data_to_the_result(line_mesh):
         for s in grading.program_steps(grading.traced_program(fn, args, (0, 1)), (0, 1))
     }
     assert steps["shard_map"].reaches and not steps["shard_map"].returned
+
+
+def test_program_steps_say_which_run_in_a_shard_map_body(line_mesh):
+    """Steps of a shard_map's body, and of calls inside it, are marked manual; the
+    shard_map itself and what runs around it are not."""
+    import jax
+    from jax import P
+
+    def fn(x):
+        body = jax.jit(lambda a: jnp.cos(a) * 2.0)
+        blocks = jax.shard_map(body, mesh=line_mesh, in_specs=P("x"), out_specs=P("x"))
+        return jnp.sin(blocks(x))
+
+    x = jax.device_put(jnp.ones((8, 2)), jax.NamedSharding(line_mesh, P("x")))
+    steps = grading.program_steps(grading.traced_program(fn, (x,), (0,)), (0,))
+    manual = {s.name: s.manual for s in steps}
+    assert manual["cos"] and manual["mul"]
+    assert not manual["shard_map"] and not manual["sin"]
+    assert [s.out_shapes for s in steps if s.name == "cos"] == [((1, 2),)]

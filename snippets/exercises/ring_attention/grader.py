@@ -18,6 +18,7 @@ from snippets.exercises.grading import (
     Case,
     Exercise,
     Problems,
+    Program,
     ShardedWork,
     Split,
     array_problems,
@@ -169,6 +170,43 @@ def ring_attention_cases() -> list[Case]:
     return cases
 
 
+ALL_BLOCKS = (
+    "its shard_map body holds the blocks of every device at once: {what}, while "
+    "one device's block is {block} positions. The ring only brought the blocks "
+    "together, and the softmax ran over the whole sequence, so each device's memory "
+    "grows with the ring: that is what ring attention saves. Keep one block of k and "
+    "v at a time: fold each block into a running maximum, denominator and numerator "
+    "(the online softmax) as it arrives, then pass it on."
+)
+
+
+def one_block_problems(fn, args, program: Program) -> Problems:
+    """No value made from k or v in the shard_map body spans the whole sequence: an
+    axis as long as all the positions (blocks concatenated), or, where the number of
+    devices is no other size of the case, an axis of one entry per device (blocks
+    stacked). A block, its scores, the running sums and any broadcast of them have
+    only axes of the block's length, d, or 2 (k and v stacked together)."""
+    q, _, v, mesh = args
+    n, positions = mesh.shape["seq"], q.shape[0]
+    block = positions // n
+    stacked = n not in (block, q.shape[1], v.shape[1], 1, 2)
+    for step in program.steps:
+        made = frozenset().union(*step.operands) & {1, 2}
+        if not step.manual or not made:
+            continue
+        for shape in step.out_shapes:
+            if positions in shape or (stacked and n in shape):
+                names = " and ".join("kv"[i - 1] for i in sorted(made))
+                span = (
+                    f"all {positions} positions"
+                    if positions in shape
+                    else f"the {n} devices' blocks"
+                )
+                what = f"an array of shape {shape} made from {names}, with {span}"
+                return [ALL_BLOCKS.format(what=what, block=block)]
+    return []
+
+
 def every_device(args) -> tuple[int, str]:
     n = args[3].shape["seq"]
     return n, f"every device of the mesh's axis 'seq' ({n}) holds one block."
@@ -197,6 +235,8 @@ EXERCISE = Exercise(
         ),
         out_specs=P("seq"),
     ),
+    rules=one_block_problems,
+    rules_words=("one block of k and v at a time",),
     hints={
         "shard_map": SHARD_MAP_HINT,
         "ppermute": "Pass the blocks of k and v round the ring with jax.lax.ppermute.",
