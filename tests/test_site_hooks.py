@@ -18,6 +18,7 @@ import pytest
 
 from docs_build import hooks as site_hooks
 from docs_build import notebooks, outputs
+from docs_build.versions import pages as version_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -619,3 +620,58 @@ def test_every_page_with_code_links_its_notebook_and_colab(built_site):
         printed = any(outputs.ensure([outputs.DOCS / page])[page].blocks)
         stored = any(c.get("outputs") for c in cells if c["cell_type"] == "code")
         assert stored == printed, page
+
+
+# What the hook and the versions module add to a page, read from the built site.
+
+
+def needs_banner(html: str) -> str | None:
+    """The body of the "Needs JAX ... or newer" note under a built page's title, as HTML."""
+    found = re.search(
+        r'<details class="info">\s*<summary>Needs [^<]* or newer</summary>\s*<p>(.*?)</p>',
+        html,
+        re.S,
+    )
+    return found[1] if found else None
+
+
+def test_every_needs_banner_shows_each_api_whole_as_code(built_site):
+    """The note names, for each API a page needs, one item of its probe's title as code: not
+    cut at a comma inside the code (`nnx.Optimizer(model`), not turned inside out (text as
+    code, code as text), with no backtick left over."""
+    items = {
+        item.strip("`")
+        for p in version_pages.PROBES
+        for item in p.items
+        if re.fullmatch(r"`[^`]+`", item)
+    }
+    needing = {
+        page: version_pages.needs(
+            "\n".join(b.source for b in outputs.page_blocks(outputs.DOCS / page))
+        )
+        for page in PAGES_WITH_CODE
+    }
+    needing = {page: found for page, found in needing.items() if found}
+    assert len(needing) >= 20
+    assert {p for p in needing if p.startswith("concepts/")} >= {
+        "concepts/shard-map.md",
+        "concepts/explicit-sharding.md",
+    }
+    for page, found in needing.items():
+        banner = needs_banner(built_page(built_site, page).read_text(encoding="utf-8"))
+        assert banner is not None, page
+        uses = re.fullmatch(
+            r"The code on this page uses (.*)\. Older releases fail on it; .*",
+            banner,
+            re.S,
+        )
+        assert uses, (page, banner)
+        assert re.fullmatch(
+            r"<code>[^<`]+</code> from (?:JAX|Flax) [\d.]+(?:; <code>[^<`]+</code> from "
+            r"(?:JAX|Flax) [\d.]+)*",
+            uses[1],
+        ), (page, uses[1])
+        shown = [unescape(c) for c in re.findall(r"<code>([^<]*)</code>", uses[1])]
+        assert shown == [p.items[0].strip("`") for p, _ in found], page
+        assert set(shown) <= items, page
+        assert "`" not in unescape(re.sub(r"<[^>]+>", "", banner)), page

@@ -264,7 +264,7 @@ def needs_note(code: str, compatibility_link: str) -> str:
     for p, added in found:
         if p.package not in newest or key(added) > key(newest[p.package]):
             newest[p.package] = added
-    uses = "; ".join(f"{p.title.split(', ')[0]} from {added}" for p, added in found)
+    uses = "; ".join(f"{p.items[0]} from {added}" for p, added in found)
     return (
         f'??? info "Needs {" and ".join(newest.values())} or newer"\n'
         f"    The code on this page uses {uses}. Older releases fail on it; "
