@@ -675,3 +675,30 @@ def test_every_needs_banner_shows_each_api_whole_as_code(built_site):
         assert shown == [p.items[0].strip("`") for p, _ in found], page
         assert set(shown) <= items, page
         assert "`" not in unescape(re.sub(r"<[^>]+>", "", banner)), page
+
+
+def test_every_row_of_the_compatibility_matrix_has_all_its_cells(built_site):
+    """A hover text holding a backtick (pvary's messages) opened a code span that swallowed
+    the rest of its row: raw `<span title=` markup in one cell, the last cells empty."""
+    html = (built_site / "guides" / "compatibility" / "index.html").read_text("utf-8")
+    tables = re.findall(
+        r'<div class="version-matrix">\s*<table>(.*?)</table>', html, re.S
+    )
+    assert len(tables) == 3
+    rows = 0
+    titles = []
+    for table in tables:
+        header = re.findall(r"<th\b", table.split("</thead>")[0])
+        assert len(header) == 1 + len(version_pages.load()["versions"])
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("</thead>")[1], re.S):
+            rows += 1
+            cells = re.findall(r"<td\b[^>]*>(.*?)</td>", row, re.S)
+            assert len(cells) == len(header), row
+            for cell in cells:
+                text = unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+                assert text, row  # every column says what the row did there
+                assert "<span" not in text and "`" not in text, row
+            titles += [unescape(t) for t in re.findall(r'title="([^"]*)"', row)]
+    assert rows == len(version_pages.PROBES)
+    # The hover texts still read as the messages were written, backticks and all.
+    assert any("Use `jax.lax.pcast(..., to='varying')" in t for t in titles)
