@@ -702,3 +702,47 @@ def test_every_row_of_the_compatibility_matrix_has_all_its_cells(built_site):
     assert rows == len(version_pages.PROBES)
     # The hover texts still read as the messages were written, backticks and all.
     assert any("Use `jax.lax.pcast(..., to='varying')" in t for t in titles)
+
+
+def toc_entries(html: str) -> list[tuple[str, str]]:
+    """A built page's table of contents (the sidebar beside the article): (link, text)."""
+    start = html.index('<nav class="md-nav md-nav--secondary"')
+    toc = html[start : html.index('<div class="md-content"', start)]
+    return [
+        (href, unescape(text).strip())
+        for href, text in re.findall(
+            r'<a href="([^"]*)" class="md-nav__link">\s*<span class="md-ellipsis">(.*?)</span>',
+            toc,
+            re.S,
+        )
+    ]
+
+
+def test_notebook_tables_of_contents_keep_the_code_in_headings(built_site):
+    """mkdocs-jupyter's own table of contents drops a heading's inline code ("### `psum`" gave
+    an empty entry, "## `axis_index`: where am I?" gave ": where am I?", linked to an id the
+    page lacks); docs_build.notebook_toc keeps the code's text, as the guide pages do, and
+    every entry links to its own heading (a repeated heading's id numbered, as there)."""
+    from string import punctuation
+
+    pages = sorted((built_site / "notebooks").rglob("index.html"))
+    assert len(pages) >= 30
+    tocs = {}
+    for path in pages:
+        html = path.read_text(encoding="utf-8")
+        ids = set(re.findall(r'\bid="([^"]+)"', html))
+        tocs[path.parent.relative_to(built_site / "notebooks").as_posix()] = entries = (
+            toc_entries(html)
+        )
+        assert entries, path
+        for href, text in entries:
+            assert text and text[0] not in punctuation, (path, href, text)
+            assert href.startswith("#") and href[1:] in ids, (path, href, text)
+    assert ("#psum", "psum") in tocs["concepts/collectives"]
+    assert ("#axis_index-where-am-i", "axis_index: where am I?") in tocs[
+        "concepts/collectives"
+    ]
+    assert (
+        "#valueerror-a-partitionspec-without-a-mesh",
+        "ValueError: a PartitionSpec without a mesh",
+    ) in tocs["guides/errors"]
