@@ -746,3 +746,21 @@ def test_notebook_tables_of_contents_keep_the_code_in_headings(built_site):
         "#valueerror-a-partitionspec-without-a-mesh",
         "ValueError: a PartitionSpec without a mesh",
     ) in tocs["guides/errors"]
+
+
+def test_no_output_names_the_build(page_outputs):
+    """A traceback, or a JAX message that points at the code, names the block as a reader's
+    Python does (`<python-input-N>`), never as the build does (`<page.md block N ...>`)."""
+    shown = [
+        (page, text)
+        for page, result in page_outputs.items()
+        for chunks in result.blocks
+        for chunk in chunks
+        for text in chunk.values()
+    ]
+    assert [page for page, text in shown if ".md block" in text] == []
+    assert any(
+        "<python-input-" in text
+        for page, text in shown
+        if page == "concepts/automatic-sharding.md"
+    )
