@@ -27,10 +27,11 @@ from docs_build import outputs
 
 MARKER = "<!-- generated: error-index -->"
 ERROR = re.compile(r"^(?:[\w.]+: )?([A-Z]\w*(?:Error|Exception|Warning)):(?: (.*))?$")
-# The build runs a block's code under a name of its own (`<page.md block 3 (line 40: ...)>`);
-# a message that quotes it (JAX's "This error occurs at source: ...") shows the reader their
-# own file instead, so the index leaves that sentence out.
-RUNNER_NAME = re.compile(r"<[^<>\n]* block \d+ \(line \d+[^<>\n]*>")
+# A message that quotes where the code ran (JAX's "This error occurs at source: ..."), which
+# the page prints as Python's interactive interpreter names its inputs (`<python-input-19>`,
+# see `outputs.Block.filename`), names the reader's own file or input instead, so the index
+# leaves that sentence out.
+RUNNER_NAME = outputs.PYTHON_INPUT
 # What differs from run to run: a row must not hold it, or the reader's text never matches.
 PER_RUN = re.compile(r"\b0x[0-9a-fA-F]{4,}|/tmp/|\bpid \d+")
 LIMIT = (
@@ -161,7 +162,7 @@ def printed_errors(
 
 
 def without_runner_names(message: str) -> str:
-    """The message without the sentence that names the build's own copy of the code."""
+    """The message without the sentence that names where the code ran."""
     match = RUNNER_NAME.search(message)
     if not match:
         return message

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from docs_build import errorindex, explorer, notebooks, outputs, planner_page
+from docs_build import (
+    errorindex,
+    explorer,
+    notebook_toc,
+    notebooks,
+    outputs,
+    planner_page,
+)
 from docs_build.devices import CACHE_SETTINGS
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
@@ -215,15 +222,19 @@ def chunk_markdown(chunk: dict) -> str:
 # place of mkdocs-jupyter's, which carry JupyterLab's stylesheet and a copy button with its own
 # icon and a second copy of the code in every cell. mkdocs-jupyter looks its templates up in
 # `mkdocs_jupyter.config.settings.templates_dir` each time it converts a notebook;
-# tests/test_notebooks.py fails if it stops doing so. Its cache of rendered notebooks does not
-# know the template, so the template's hash names the cache's folder.
+# tests/test_notebooks.py fails if it stops doing so. Its table of contents is made by
+# `docs_build.notebook_toc` (mkdocs-jupyter's own drops inline code from headings), which it
+# looks up as `mkdocs_jupyter.plugin._get_nb_toc_tokens` each time it renders a notebook. Its
+# cache of rendered notebooks knows neither, so their hash names the cache's folder.
 NOTEBOOK_TEMPLATES = Path(__file__).resolve().parent / "notebook_templates"
 
 
 def use_notebook_templates(config) -> None:
+    from mkdocs_jupyter import plugin as jupyter_plugin
     from mkdocs_jupyter.config import settings
 
     settings.templates_dir = str(NOTEBOOK_TEMPLATES)
+    jupyter_plugin._get_nb_toc_tokens = notebook_toc.toc_tokens
     plugin = config.plugins.get("mkdocs-jupyter")
     if plugin is not None and plugin.config.get("cache"):
         digest = hashlib.sha256()
@@ -231,6 +242,7 @@ def use_notebook_templates(config) -> None:
             if path.is_file():
                 digest.update(path.relative_to(NOTEBOOK_TEMPLATES).as_posix().encode())
                 digest.update(path.read_bytes())
+        digest.update(Path(notebook_toc.__file__).read_bytes())
         base = Path(plugin.config["cache_dir"])
         if base.name != (name := "templates-" + digest.hexdigest()[:12]):
             plugin.config["cache_dir"] = str(
@@ -240,6 +252,14 @@ def use_notebook_templates(config) -> None:
 
 def is_notebook(page) -> bool:
     return page.file.src_uri.startswith("notebooks/")
+
+
+def on_page_content(html, page, config, files):
+    if is_notebook(
+        page
+    ):  # ids the table of contents links to (docs_build.notebook_toc)
+        return notebook_toc.unique_heading_ids(html)
+    return html
 
 
 def on_page_context(context, page, config, nav):

@@ -68,6 +68,10 @@ PRESETS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_PLATFORM_NA
 TOOLING = ("outputs.py", "render.py", "timeline.py", "devices.py")
 
 
+# The file names of a page's blocks (Block.filename), as tracebacks print them.
+PYTHON_INPUT = re.compile(r"<python-input-\d+>")
+
+
 class SnippetError(Exception):
     """A page's code could not be assembled, or a block failed when run."""
 
@@ -90,6 +94,20 @@ class Block:
     def name(self) -> str:
         where = ", ".join(self.includes) if self.includes else "inline code"
         return f"{self.page} block {self.index + 1} (line {self.line}: {where})"
+
+    @property
+    def filename(self) -> str:
+        """The file name the block's code is compiled under: what tracebacks, and JAX's
+        messages that point at the code, print on the page.
+
+        A reader who pastes a page's blocks in order into Python's interactive interpreter
+        (3.13 and later; 3.12's calls every input `<stdin>`) sees `<python-input-N>` for the
+        N-th input from 0, with its lines counted from the start of that input, as the block
+        is compiled here. A name of its own for each block also keeps the source lines a
+        traceback quotes right when a function defined in one block fails in a later one.
+        The build's own failure messages name the page's block instead (`_exec_blocks`).
+        """
+        return f"<python-input-{self.index}>"
 
 
 def fence_info(info: str) -> tuple[str | None, set[str]]:
@@ -436,6 +454,13 @@ def _exec_blocks(spec: Path, result: Path) -> int:
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main
     outputs = []
+    # A failure's traceback names blocks as the reader's Python does; the build says which
+    # block of which page each one is.
+    names: dict[str, str] = {}
+
+    def as_built(text: str) -> str:
+        return PYTHON_INPUT.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
     for data in json.loads(spec.read_text(encoding="utf-8")):
         block = Block(
             **{
@@ -444,7 +469,8 @@ def _exec_blocks(spec: Path, result: Path) -> int:
                 "draws": tuple(data["draws"]),
             }
         )
-        filename = f"<{block.name}>"
+        filename = block.filename
+        names[filename] = f"<{block.name}>"
         linecache.cache[filename] = (
             len(block.source),
             None,
@@ -462,7 +488,7 @@ def _exec_blocks(spec: Path, result: Path) -> int:
             tb = "".join(
                 traceback.format_exception(type(err), err, err.__traceback__.tb_next)
             )
-            message = f"Snippet failed: {block.name}\n{tb}"
+            message = f"Snippet failed: {block.name}\n{as_built(tb)}"
             result.write_text(json.dumps({"error": message}), encoding="utf-8")
             return 1
         outputs.append(

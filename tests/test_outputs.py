@@ -248,6 +248,49 @@ def test_a_failing_block_is_named_with_its_traceback(tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_a_failure_names_each_block_its_traceback_passes_through(tmp_path, cache):
+    """A function defined in one block and failing in a later one: the build's message names
+    both blocks of the page (not `<python-input-N>`, the reader's names) and quotes their
+    lines."""
+    page = write_page(tmp_path, "def f():\n    raise ValueError('boom')", "x = 1\nf()")
+    with pytest.raises(outputs.SnippetError) as info:
+        outputs.ensure([page])
+    message = str(info.value)
+    _, defined, called = (f"<{b.name}>" for b in outputs.page_blocks(page))
+    assert f"Snippet failed: {called[1:-1]}\n" in message
+    assert f'File "{called}", line 2, in <module>' in message
+    assert f'File "{defined}", line 2, in f' in message
+    assert "    f()\n" in message and "    raise ValueError('boom')\n" in message
+    assert "python-input" not in message
+
+
+@pytest.mark.slow
+def test_printed_tracebacks_name_blocks_as_the_reader_python_does(tmp_path, cache):
+    """What a page prints is what a reader who pastes its blocks in order sees: Python 3.13's
+    interactive interpreter names the N-th input `<python-input-N>`, lines counted from its
+    start; the build's own names for the blocks never show."""
+    page = write_page(
+        tmp_path,
+        "def f():\n    raise ValueError('boom')",
+        """
+        import traceback
+
+        try:
+            f()
+        except ValueError:
+            print(traceback.format_exc())
+        """,
+    )
+    (printed,) = outputs.ensure([page])[str(page)].blocks[2]
+    assert 'File "<python-input-2>", line 4, in <module>\n    f()' in printed["text"]
+    assert (
+        "File \"<python-input-1>\", line 2, in f\n    raise ValueError('boom')"
+        in printed["text"]
+    )
+    assert ".md block" not in printed["text"]
+
+
+@pytest.mark.slow
 def test_a_deprecation_warning_fails_the_page(tmp_path, cache):
     page = write_page(
         tmp_path, "import warnings\nwarnings.warn('old API', DeprecationWarning)"

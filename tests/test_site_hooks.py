@@ -18,6 +18,7 @@ import pytest
 
 from docs_build import hooks as site_hooks
 from docs_build import notebooks, outputs
+from docs_build.versions import pages as version_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -619,3 +620,147 @@ def test_every_page_with_code_links_its_notebook_and_colab(built_site):
         printed = any(outputs.ensure([outputs.DOCS / page])[page].blocks)
         stored = any(c.get("outputs") for c in cells if c["cell_type"] == "code")
         assert stored == printed, page
+
+
+# What the hook and the versions module add to a page, read from the built site.
+
+
+def needs_banner(html: str) -> str | None:
+    """The body of the "Needs JAX ... or newer" note under a built page's title, as HTML."""
+    found = re.search(
+        r'<details class="info">\s*<summary>Needs [^<]* or newer</summary>\s*<p>(.*?)</p>',
+        html,
+        re.S,
+    )
+    return found[1] if found else None
+
+
+def test_every_needs_banner_shows_each_api_whole_as_code(built_site):
+    """The note names, for each API a page needs, one item of its probe's title as code: not
+    cut at a comma inside the code (`nnx.Optimizer(model`), not turned inside out (text as
+    code, code as text), with no backtick left over."""
+    items = {
+        item.strip("`")
+        for p in version_pages.PROBES
+        for item in p.items
+        if re.fullmatch(r"`[^`]+`", item)
+    }
+    needing = {
+        page: version_pages.needs(
+            "\n".join(b.source for b in outputs.page_blocks(outputs.DOCS / page))
+        )
+        for page in PAGES_WITH_CODE
+    }
+    needing = {page: found for page, found in needing.items() if found}
+    assert len(needing) >= 20
+    assert {p for p in needing if p.startswith("concepts/")} >= {
+        "concepts/shard-map.md",
+        "concepts/explicit-sharding.md",
+    }
+    for page, found in needing.items():
+        banner = needs_banner(built_page(built_site, page).read_text(encoding="utf-8"))
+        assert banner is not None, page
+        uses = re.fullmatch(
+            r"The code on this page uses (.*)\. Older releases fail on it; .*",
+            banner,
+            re.S,
+        )
+        assert uses, (page, banner)
+        assert re.fullmatch(
+            r"<code>[^<`]+</code> from (?:JAX|Flax) [\d.]+(?:; <code>[^<`]+</code> from "
+            r"(?:JAX|Flax) [\d.]+)*",
+            uses[1],
+        ), (page, uses[1])
+        shown = [unescape(c) for c in re.findall(r"<code>([^<]*)</code>", uses[1])]
+        assert shown == [p.items[0].strip("`") for p, _ in found], page
+        assert set(shown) <= items, page
+        assert "`" not in unescape(re.sub(r"<[^>]+>", "", banner)), page
+
+
+def test_every_row_of_the_compatibility_matrix_has_all_its_cells(built_site):
+    """A hover text holding a backtick (pvary's messages) opened a code span that swallowed
+    the rest of its row: raw `<span title=` markup in one cell, the last cells empty."""
+    html = (built_site / "guides" / "compatibility" / "index.html").read_text("utf-8")
+    tables = re.findall(
+        r'<div class="version-matrix">\s*<table>(.*?)</table>', html, re.S
+    )
+    assert len(tables) == 3
+    rows = 0
+    titles = []
+    for table in tables:
+        header = re.findall(r"<th\b", table.split("</thead>")[0])
+        assert len(header) == 1 + len(version_pages.load()["versions"])
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("</thead>")[1], re.S):
+            rows += 1
+            cells = re.findall(r"<td\b[^>]*>(.*?)</td>", row, re.S)
+            assert len(cells) == len(header), row
+            for cell in cells:
+                text = unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+                assert text, row  # every column says what the row did there
+                assert "<span" not in text and "`" not in text, row
+            titles += [unescape(t) for t in re.findall(r'title="([^"]*)"', row)]
+    assert rows == len(version_pages.PROBES)
+    # The hover texts still read as the messages were written, backticks and all.
+    assert any("Use `jax.lax.pcast(..., to='varying')" in t for t in titles)
+
+
+def toc_entries(html: str) -> list[tuple[str, str]]:
+    """A built page's table of contents (the sidebar beside the article): (link, text)."""
+    start = html.index('<nav class="md-nav md-nav--secondary"')
+    toc = html[start : html.index('<div class="md-content"', start)]
+    return [
+        (href, unescape(text).strip())
+        for href, text in re.findall(
+            r'<a href="([^"]*)" class="md-nav__link">\s*<span class="md-ellipsis">(.*?)</span>',
+            toc,
+            re.S,
+        )
+    ]
+
+
+def test_notebook_tables_of_contents_keep_the_code_in_headings(built_site):
+    """mkdocs-jupyter's own table of contents drops a heading's inline code ("### `psum`" gave
+    an empty entry, "## `axis_index`: where am I?" gave ": where am I?", linked to an id the
+    page lacks); docs_build.notebook_toc keeps the code's text, as the guide pages do, and
+    every entry links to its own heading (a repeated heading's id numbered, as there)."""
+    from string import punctuation
+
+    pages = sorted((built_site / "notebooks").rglob("index.html"))
+    assert len(pages) >= 30
+    tocs = {}
+    for path in pages:
+        html = path.read_text(encoding="utf-8")
+        ids = set(re.findall(r'\bid="([^"]+)"', html))
+        tocs[path.parent.relative_to(built_site / "notebooks").as_posix()] = entries = (
+            toc_entries(html)
+        )
+        assert entries, path
+        for href, text in entries:
+            assert text and text[0] not in punctuation, (path, href, text)
+            assert href.startswith("#") and href[1:] in ids, (path, href, text)
+    assert ("#psum", "psum") in tocs["concepts/collectives"]
+    assert ("#axis_index-where-am-i", "axis_index: where am I?") in tocs[
+        "concepts/collectives"
+    ]
+    assert (
+        "#valueerror-a-partitionspec-without-a-mesh",
+        "ValueError: a PartitionSpec without a mesh",
+    ) in tocs["guides/errors"]
+
+
+def test_no_output_names_the_build(page_outputs):
+    """A traceback, or a JAX message that points at the code, names the block as a reader's
+    Python does (`<python-input-N>`), never as the build does (`<page.md block N ...>`)."""
+    shown = [
+        (page, text)
+        for page, result in page_outputs.items()
+        for chunks in result.blocks
+        for chunk in chunks
+        for text in chunk.values()
+    ]
+    assert [page for page, text in shown if ".md block" in text] == []
+    assert any(
+        "<python-input-" in text
+        for page, text in shown
+        if page == "concepts/automatic-sharding.md"
+    )

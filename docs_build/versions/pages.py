@@ -128,12 +128,23 @@ def outcome_text(result: dict) -> str:
     return ("warns, runs" if result["outcome"] == "warns" else "runs") + value
 
 
+# What Markdown reads before it sets raw HTML aside: code spans (backticks, which the tables
+# extension also follows when it splits a row into cells), backslash escapes, links and cell
+# borders. In a hover text they are plain characters, so they go in as character references.
+_MARKDOWN_IN_ATTRIBUTES = str.maketrans({c: f"&#{ord(c)};" for c in "`\\|[]*_"})
+
+
+def hover(text: str) -> str:
+    """`text` as the value of an HTML attribute in a Markdown table cell, shown as written."""
+    return html.escape(text, quote=True).translate(_MARKDOWN_IN_ATTRIBUTES)
+
+
 def _cell(result: dict) -> str:
     text = outcome_text(result)
     message = result.get("message") or result.get("warning_message")
     if not message:
         return text
-    return f'<span title="{html.escape(message, quote=True)}">{text}</span>'
+    return f'<span title="{hover(message)}">{text}</span>'
 
 
 def probe_cells(probe_id: str) -> str:
@@ -157,8 +168,9 @@ def compatibility_table(group: str) -> str:
         cells = [p.title]
         for r in rows:
             if r["status"] != "probed":
-                reason = html.escape(r.get("reason", ""), quote=True)
-                cells.append(f'<span title="{reason}">{r["status"]}</span>')
+                cells.append(
+                    f'<span title="{hover(r.get("reason", ""))}">{r["status"]}</span>'
+                )
             else:
                 cells.append(_cell(r["results"][p.id]))
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
@@ -264,7 +276,7 @@ def needs_note(code: str, compatibility_link: str) -> str:
     for p, added in found:
         if p.package not in newest or key(added) > key(newest[p.package]):
             newest[p.package] = added
-    uses = "; ".join(f"{p.title.split(', ')[0]} from {added}" for p, added in found)
+    uses = "; ".join(f"{p.items[0]} from {added}" for p, added in found)
     return (
         f'??? info "Needs {" and ".join(newest.values())} or newer"\n'
         f"    The code on this page uses {uses}. Older releases fail on it; "

@@ -27,20 +27,38 @@ class Probe:
     group: (
         str  # "api": what the site teaches; "old": an old spelling; "error": an error
     )
-    title: str  # Markdown, as the compatibility page shows it
+    # What it is about, one or more items of Markdown: the compatibility page shows them
+    # joined by commas, the note on a page whose code needs the API names the first. Kept
+    # apart because an item's code may hold a comma itself (`jax.make_mesh(..., axis_types=...)`).
+    items: tuple[str, ...]
     run: Callable[[], object]
     # For "api" probes: a regular expression for code that needs this API. A page whose
     # code matches it gets a note naming the first release line where the probe works.
     uses: str | None = None
     package: str = "jax"  # whose release changes what the probe does
 
+    def __post_init__(self):
+        if isinstance(self.items, str):  # one item
+            object.__setattr__(self, "items", (self.items,))
+
+    @property
+    def title(self) -> str:
+        """Markdown, as the compatibility page shows it."""
+        return ", ".join(self.items)
+
 
 PROBES: list[Probe] = []
 
 
-def probe(id: str, group: str, title: str, uses: str | None = None, package="jax"):
+def probe(
+    id: str,
+    group: str,
+    items: str | tuple[str, ...],
+    uses: str | None = None,
+    package="jax",
+):
     def register(run):
-        PROBES.append(Probe(id, group, title, run, uses, package))
+        PROBES.append(Probe(id, group, items, run, uses, package))
         return run
 
     return register
@@ -376,7 +394,7 @@ def _():
 @probe(
     "make-mesh-axis-types",
     "api",
-    "`jax.make_mesh(..., axis_types=...)`, `AxisType`",
+    ("`jax.make_mesh(..., axis_types=...)`", "`AxisType`"),
     uses=r"\bAxisType\b|axis_types=",
 )
 def _():
@@ -477,7 +495,7 @@ def _():
 @probe(
     "optimizer-wrt-update",
     "api",
-    "`nnx.Optimizer(model, tx, wrt=nnx.Param)`, `optimizer.update(model, grads)`",
+    ("`nnx.Optimizer(model, tx, wrt=nnx.Param)`", "`optimizer.update(model, grads)`"),
     uses=r"\bwrt=nnx\.Param\b",
     package="flax",
 )

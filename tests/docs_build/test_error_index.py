@@ -173,13 +173,11 @@ def test_a_long_message_is_cut_after_a_sentence_or_a_word():
     assert errorindex.shown("short message.") == "short message."
 
 
-def test_the_sentence_naming_the_builds_copy_of_the_code_is_left_out():
+def test_the_sentence_naming_where_the_code_ran_is_left_out():
     message = (
         "PartitionSpec passed to reshard cannot contain axis names that are of type Auto "
         "or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: "
-        "AxisType.Auto. This error occurs at source:  <concepts/automatic-sharding.md "
-        "block 20 (line 265: snippets/concepts/automatic_sharding/constraints.py:"
-        "reshard-auto)>:2:4 (<module>)"
+        "AxisType.Auto. This error occurs at source:  <python-input-19>:2:4 (<module>)"
     )
     assert errorindex.shown(message).endswith("of type: AxisType.Auto.")
 

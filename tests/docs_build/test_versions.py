@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,33 @@ def test_a_page_that_needs_a_newer_release_is_told_so():
     assert "`jax.reshard` from " + added in note
     assert "(c.md)" in note
     assert pages.needs_note("y = x + 1\n", "c.md") == ""
+
+
+def test_the_needs_note_names_each_api_whole(monkeypatch):
+    """A probe's title is a list: the note names its first item whole, even where the
+    item's code holds a comma (`jax.make_mesh(..., axis_types=...)`)."""
+    import markdown
+
+    api = [p for p in probes.PROBES if p.uses]
+    monkeypatch.setattr(pages, "needs", lambda code: [(p, "JAX 9.9") for p in api])
+    note = pages.needs_note("x = 1\n", "c.md")
+    html = markdown.Markdown(extensions=["admonition"]).convert(
+        note.replace("??? info", "!!! info")
+    )
+    shown = re.findall(r"<code>([^<]*)</code>", html)
+    assert shown == [html_escape(p.items[0].strip("`"), quote=False) for p in api]
+    assert "`" not in re.sub(r"<code>[^<]*</code>", "", html)
+    assert "<code>jax.make_mesh(..., axis_types=...)</code>" in html
+
+
+def test_a_probe_title_is_its_items_joined():
+    probe = pages.BY_ID["optimizer-wrt-update"]
+    assert probe.items == (
+        "`nnx.Optimizer(model, tx, wrt=nnx.Param)`",
+        "`optimizer.update(model, grads)`",
+    )
+    assert probe.title == ", ".join(probe.items)
+    assert probes.Probe("x", "api", "`one`", lambda: None).items == ("`one`",)
 
 
 def test_the_compatibility_page_shows_every_probe_in_every_column():
