@@ -103,6 +103,31 @@ def install(session: nox.Session, group: str) -> None:
 SITE_GROUPS = {"docs", "tests", "browser"}
 
 
+# The instruction sets `nox -s isa` runs the pages under (XLA's --xla_cpu_max_isa): an older
+# x86 CPU than the one that recorded the snapshots, and the oldest XLA supports.
+OLDER_CPUS = ("AVX2", "SSE4_2")
+
+
+@nox.session(python=PYTHON)
+def isa(session: nox.Session) -> None:
+    """Every page run as an older CPU would run it, then compared with the same snapshots.
+
+    XLA's CPU code depends on the instruction set; the snapshots compare floats within
+    docs_build.portable's tolerance, and this shows the pages keep to it. Each instruction
+    set has its own output cache (.cache/outputs-avx2, ...). `-- AVX2` runs one.
+    """
+    install(session, "tests")
+    for name in session.posargs or OLDER_CPUS:
+        session.log(f"pages under --xla_cpu_max_isa={name}")
+        session.run(
+            "pytest",
+            "tests/test_site_hooks.py",
+            "-k",
+            "reviewed_snapshot or float_noise",
+            env={**QUIET, "DOCS_CPU_MAX_ISA": name},
+        )
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole tree."""

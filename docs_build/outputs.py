@@ -38,7 +38,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-CACHE = ROOT / ".cache" / "outputs"
+# XLA's CPU code depends on the instruction set. DOCS_CPU_MAX_ISA (AVX2, SSE4_2, ...) runs
+# every page as a CPU without the newer instructions would (XLA's --xla_cpu_max_isa), into a
+# cache of its own: `nox -s isa` checks that the golden outputs hold there too.
+ISA = os.environ.get("DOCS_CPU_MAX_ISA", "")
+CACHE = ROOT / ".cache" / (f"outputs-{ISA.lower()}" if ISA else "outputs")
 PYPROJECT = ROOT / "pyproject.toml"
 
 # The options mkdocs.yml gives pymdownx.snippets; the tests and this runner expand the same way.
@@ -298,7 +302,7 @@ def cache_key(blocks: list[Block]) -> str:
     # as written, not as installed, so that the tests' and the docs' environments (which
     # hold different tools) share one cache; what the pages import is keyed as installed.
     digest.update(json.dumps(pinned_requirements()).encode())
-    digest.update(f"python {platform.python_version()}".encode())
+    digest.update(f"python {platform.python_version()} isa {ISA}".encode())
     code = "\n".join(block.source for block in blocks)
     digest.update(code.encode())
     digest.update(json.dumps([block.draws for block in blocks]).encode())
@@ -342,6 +346,7 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
             # Nothing that would give the page devices it did not set up itself.
             **{k: v for k, v in os.environ.items() if k not in PRESETS},
             "MPLBACKEND": "Agg",  # plots are captured as SVG, never shown in a window
+            **({"XLA_FLAGS": f"--xla_cpu_max_isa={ISA}"} if ISA else {}),
             "PYTHONPATH": os.pathsep.join(
                 [str(ROOT), os.environ.get("PYTHONPATH", "")]
             ),

@@ -15,9 +15,10 @@ from urllib.parse import urlparse
 
 import jax
 import pytest
+from syrupy.extensions.amber import AmberSnapshotExtension
 
 from docs_build import hooks as site_hooks
-from docs_build import notebooks, outputs
+from docs_build import notebooks, outputs, portable
 from docs_build.versions import pages as version_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -421,9 +422,45 @@ def page_outputs():
     return outputs.ensure(outputs.doc_pages())
 
 
+class PortableAmber(AmberSnapshotExtension):
+    """Golden outputs compared as they hold on any CPU: text and integers exactly, floats
+    within docs_build.portable's tolerance (XLA's CPU code differs by instruction set)."""
+
+    def matches(self, *, serialized_data, snapshot_data) -> bool:
+        return isinstance(snapshot_data, str) and portable.texts_match(
+            serialized_data, snapshot_data
+        )
+
+
+@pytest.fixture
+def golden_snapshot(snapshot):
+    return snapshot.use_extension(PortableAmber)
+
+
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
-def test_page_outputs_match_the_reviewed_snapshot(page_outputs, page, snapshot):
-    assert golden(page_outputs[page].blocks) == snapshot
+def test_page_outputs_match_the_reviewed_snapshot(page_outputs, page, golden_snapshot):
+    assert golden(page_outputs[page].blocks) == golden_snapshot
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
+def test_pages_print_no_float_noise(page_outputs, page):
+    """No page prints a float with more digits than the snapshots' tolerance keeps, nor a
+    difference at the noise floor: another CPU would print something else."""
+    assert portable.unstable(golden(page_outputs[page].blocks)) == []
+
+
+def test_the_tolerance_takes_noise_and_refuses_a_real_change():
+    noise = "loss 3.890 0.405\nmatches: True 40,960 bytes"
+    assert portable.texts_match(noise, "loss 3.889 0.405\nmatches: True 40,960 bytes")
+    assert not portable.texts_match(noise, "loss 3.990 0.405\nmatches: True 40,960 bytes")
+    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: True 40,961 bytes")
+    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: False 40,960 bytes")
+    assert portable.unstable("0.5188 1e-05 v5e:2x4 jax 0.12.0.1 4096") == []
+    assert portable.unstable("0.51882416 2.6e-07 40960.0") == [
+        "0.51882416",
+        "2.6e-07",
+        "40960.0",
+    ]
 
 
 def test_golden_text_masks_measured_times_and_nothing_else():

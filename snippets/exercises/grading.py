@@ -111,7 +111,7 @@ def number(value: Any) -> str:
     """A value as a learner would write it: 3, 2.5, -0.125, True."""
     value = np.asarray(value).item() if np.ndim(value) == 0 else value
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.4g}"  # digits every CPU agrees on
     return repr(value)
 
 

@@ -56,9 +56,9 @@ def resume(data_mesh: Mesh, model_mesh: Mesh, directory: Path):
 
     print("step  kept on: FSDP, 8 devices  resumed: tensor parallel, 4 devices")
     for i, (a, b) in enumerate(zip(kept_on, resumed, strict=True), start=3):
-        print(f"{i:>4}  {a:>25.6f}  {b:>36.6f}")
+        print(f"{i:>4}  {a:>25.3f}  {b:>36.3f}")
     gap = max(abs(a - b) for a, b in zip(kept_on, resumed, strict=True))
-    print(f"largest difference: {gap:.1e}")
+    print(f"within {1e-5:g} of each other: {gap <= 1e-5}")
     # --8<-- [end:resume]
     return kept_on, resumed, (model, optimizer), (model_tp, optimizer_tp)
 

@@ -41,8 +41,8 @@ def flag_off(mesh: Mesh, key, noise_rows, noise):
         compiled_off = jax.jit(noise_rows).lower(key).compile()
         noise_off = compiled_off(key)
     print_collectives(compiled_off)
-    print("first numbers, flag on: ", np.asarray(noise)[0, :3])
-    print("first numbers, flag off:", np.asarray(noise_off)[0, :3])
+    print("first numbers, flag on: ", np.asarray(noise)[0, :3].round(3))
+    print("first numbers, flag off:", np.asarray(noise_off)[0, :3].round(3))
     # --8<-- [end:flag-off]
     return compiled_off, noise_off
 

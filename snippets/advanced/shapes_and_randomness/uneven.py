@@ -49,7 +49,7 @@ def padded_inside(auto_mesh: Mesh):
     compiled = jax.jit(sum_of_cosines).lower(ten).compile()
     print("cosines per device:", compiled.cost_analysis()["transcendentals"])  # (1)!
     print_collectives(compiled)
-    print(f"sum: {compiled(ten):.6f}   NumPy: {np.cos(ten).sum():.6f}")
+    print(f"sum: {compiled(ten):.4f}   NumPy: {np.cos(ten).sum():.4f}")
     # --8<-- [end:padded-inside]
     return compiled
 
@@ -83,7 +83,7 @@ def replicated(mesh: Mesh, batch: np.ndarray, weights: np.ndarray):
     print("x:", jax.typeof(x), "  y:", jax.typeof(y))
     print("rows of y per device:", {s.data.shape[0] for s in y.addressable_shards})
     print_collectives(compiled)
-    print("flops per device:", compiled.cost_analysis()["flops"])  # (2)!
+    print("flops per device:", int(compiled.cost_analysis()["flops"]))  # (2)!
     # --8<-- [end:replicated]
     return compiled, y
 
@@ -102,7 +102,7 @@ def slice_on_auto(auto_mesh: Mesh, batch: np.ndarray, weights: np.ndarray):
     print("y:", y.sharding.spec, " rows per device:", rows)
     print_collectives(compiled)
     next_layer = jax.jit(forward).lower(y, w.T).compile()
-    print("next layer, flops per device:", next_layer.cost_analysis()["flops"])
+    print("next layer, flops per device:", int(next_layer.cost_analysis()["flops"]))
     # --8<-- [end:slice-auto]
     return forward_real_rows, padded, compiled, y, next_layer
 
@@ -174,7 +174,7 @@ def split_padded(mesh: Mesh, batch: np.ndarray, weights: np.ndarray):
     print("x:", jax.typeof(x), "  y:", jax.typeof(y))
     print("rows of y per device:", {s.data.shape[0] for s in y.addressable_shards})
     print_collectives(compiled)
-    print("flops per device:", compiled.cost_analysis()["flops"])
+    print("flops per device:", int(compiled.cost_analysis()["flops"]))
     # --8<-- [end:split-padded]
     return compiled, x, w, y, mask
 
@@ -201,8 +201,9 @@ def masked_training_step(mesh: Mesh, batch, targets, weights, x, w, mask):
 
     numpy_loss = np.mean((np.tanh(batch @ weights) - targets) ** 2)  # the 10 rows
     one_device = jax.grad(lambda w: jnp.mean((forward(batch, w) - targets) ** 2))
-    print(f"loss {loss:.6f}, NumPy on the 10 rows {numpy_loss:.6f}")
-    print(f"gradient, largest difference: {abs(grad - one_device(weights)).max():.1e}")
+    print(f"loss {loss:.3f}, NumPy on the 10 rows {numpy_loss:.3f}")
+    gap = abs(grad - one_device(weights)).max()
+    print(f"gradient within {1e-6:g} of one device: {gap <= 1e-6}")
     # --8<-- [end:masked-step]
     return compiled, loss, grad, numpy_loss
 

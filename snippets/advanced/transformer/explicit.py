@@ -25,7 +25,7 @@ def explicit_run(cfg: Config, sharded, batches, losses):
     _, losses_x = train(make_train_step(sharded_x, mesh_x), state_x, batches_x)
     print("step   Auto axes  Explicit axes")
     for i, (a, b) in enumerate(zip(losses, losses_x, strict=True)):
-        print(f"{i:>4}  {a:>10.6f}  {b:>13.6f}")
+        print(f"{i:>4}  {a:>10.3f}  {b:>13.3f}")
     # --8<-- [end:explicit]
     return mesh_x, losses_x
 

@@ -30,7 +30,7 @@ def run_automatic(x_auto, W_auto, b_auto, reference: np.ndarray) -> tuple:
     # --8<-- [start:automatic]
     auto_layer = jax.jit(dense)  # (1)!
     auto_out = auto_layer(x_auto, W_auto, b_auto)
-    print(auto_out)
+    print(np.asarray(auto_out).round(4))
     print("matches NumPy:", np.allclose(auto_out, reference, rtol=1e-6))
     print("output spec:", auto_out.sharding.spec)
     auto_compiled = auto_layer.lower(x_auto, W_auto, b_auto).compile()

@@ -53,7 +53,7 @@ def run_explicit(explicit_mesh, x_exp, W_exp, b_exp, reference: np.ndarray) -> t
     with jax.set_mesh(explicit_mesh):  # (2)!
         explicit_out = dense_explicit(x_exp, W_exp, b_exp)
         explicit_compiled = dense_explicit.lower(x_exp, W_exp, b_exp).compile()
-    print(explicit_out)
+    print(np.asarray(explicit_out).round(4))
     print("matches NumPy:", np.allclose(explicit_out, reference, rtol=1e-6))
     print("output type:", jax.typeof(explicit_out))
     print_collectives(explicit_compiled)

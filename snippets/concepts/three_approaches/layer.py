@@ -29,7 +29,7 @@ def make_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     b = rng.standard_normal(4, dtype=np.float32)
     reference = 1 / (1 + np.exp(-(x @ W + b)))  # NumPy, on one device
     print("x", x.shape, " W", W.shape, " b", b.shape)
-    print("reference:", reference)
+    print("reference:", reference.round(4))
     # --8<-- [end:data]
     return x, W, b, reference
 

@@ -37,7 +37,7 @@ def run_manual(
         )
     )
     manual_out = manual_layer(x_exp, W_exp, b_exp)
-    print(manual_out)
+    print(np.asarray(manual_out).round(4))
     print("matches NumPy:", np.allclose(manual_out, reference, rtol=1e-6))
     manual_compiled = manual_layer.lower(x_exp, W_exp, b_exp).compile()
     print_collectives(manual_compiled)
@@ -63,7 +63,7 @@ def unchecked(specs: dict, x_exp, W_exp, b_exp, reference: np.ndarray) -> jax.Ar
     # --8<-- [start:unchecked]
     unchecked = jax.jit(jax.shard_map(dense, **specs, check_vma=False))
     wrong = unchecked(x_exp, W_exp, b_exp)
-    print(wrong)
+    print(np.asarray(wrong).round(4))
     print("matches NumPy:", np.allclose(wrong, reference, rtol=1e-6))
     # --8<-- [end:unchecked]
     return wrong

@@ -90,7 +90,7 @@ def new_value(model: nnx.Module) -> tuple[jax.Array, jax.Array]:
     # --8<-- [start:new-value]
     bias = model.bias[...]  # (1)!
     model.bias[...] = bias - 1  # (2)!
-    print("before:", bias, " after:", model.bias[...])
+    print(f"before: {bias[0]:.3f}  after: {model.bias[0]:.3f}")
     # --8<-- [end:new-value]
     return bias, model.bias[...]
 

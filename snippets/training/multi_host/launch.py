@@ -110,7 +110,7 @@ def main() -> None:
     # --8<-- [start:run-launch]
     results = launch(num_processes=2)
     for i, result in enumerate(results):
-        print(f"process {i}: losses", result["losses"].round(4))
+        print(f"process {i}: losses", result["losses"].round(3))
     # --8<-- [end:run-launch]
 
 

@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         f"process {jax.process_index()} of {jax.process_count()}:",
         f"devices {local} of {jax.device_count()},",
         "losses",
-        [round(v, 4) for v in losses],
+        [round(v, 3) for v in losses],
         flush=True,
     )
     np.savez(args.out, losses=np.asarray(losses), **weights)

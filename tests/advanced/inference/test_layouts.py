@@ -135,12 +135,10 @@ def test_both_layouts_generate_what_numpy_and_one_device_do(
         layouts.generate_sharded, found[0], weights, prompt, tokens, logits
     )
     lines = printed.splitlines()
-    assert [line.split(",")[0] for line in lines] == [
-        "batch: same tokens as one device: True",
-        "heads: same tokens as one device: True",
+    assert lines == [
+        "batch: same tokens as one device: True, logits within 0.0001: True",
+        "heads: same tokens as one device: True, logits within 0.0001: True",
     ]
-    for line in lines:
-        assert 0 < float(line.rsplit(" ", 1)[1]) < 1e-4
 
 
 def test_a_sharded_step_keeps_the_layout_and_consumes_its_input(found, page_inputs):

@@ -77,7 +77,7 @@ def test_inside_a_program_the_compiler_pads_ten_to_sixteen(auto_mesh, capsys):
     assert capsys.readouterr().out == (
         "cosines per device: 2.0\n"
         "all-reduce          1\n"
-        f"sum: {np.cos(ten).sum():.6f}   NumPy: {np.cos(ten).sum():.6f}\n"
+        f"sum: {np.cos(ten).sum():.4f}   NumPy: {np.cos(ten).sum():.4f}\n"
     )
 
 
@@ -108,7 +108,7 @@ def test_replicating_the_batch_makes_every_device_compute_all_of_it(
         "x: float32[10,32]   y: float32[10,64]\n"
         "rows of y per device: {10}\n"
         "collectives: none\n"
-        "flops per device: 40960.0\n"
+        "flops per device: 40960\n"
     )
     times = " \N{MULTIPLICATION SIGN} "
     assert f"(2{times}10{times}32{times}64)" in prose()
@@ -131,7 +131,7 @@ def test_slicing_on_auto_axes_gathers_and_replicates(auto_mesh, data, capsys):
     assert capsys.readouterr().out == (
         "y: P()  rows per device: 10\n"
         "all-gather          1\n"
-        "next layer, flops per device: 40960.0\n"
+        "next layer, flops per device: 40960\n"
     )
 
 
@@ -205,7 +205,7 @@ def test_the_padded_batch_stays_split(page_mesh, data, capsys):
         "x: float32[16@x,32]   y: float32[16@x,64]",
         "rows of y per device: {2}",
         "collectives: none",
-        "flops per device: 8192.0",
+        "flops per device: 8192",
     ]
 
 
@@ -229,10 +229,9 @@ def test_the_masked_loss_and_gradient_are_those_of_the_ten_rows(
     assert "one adds up the count of real rows" in prose()
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "all-reduce          2"
-    assert lines[1] == f"loss {loss:.6f}, NumPy on the 10 rows {numpy_loss:.6f}"
-    assert f"{loss:.6f}" == f"{numpy_loss:.6f}"
-    assert lines[2].startswith("gradient, largest difference: ")
-    assert float(lines[2].rsplit(" ", 1)[1]) < 1e-6
+    assert lines[1] == f"loss {loss:.3f}, NumPy on the 10 rows {numpy_loss:.3f}"
+    np.testing.assert_allclose(float(loss), numpy_loss, rtol=1e-6)
+    assert lines[2] == "gradient within 1e-06 of one device: True"
 
 
 def test_where_drops_a_nan_in_the_padding_where_a_product_would_not(data):

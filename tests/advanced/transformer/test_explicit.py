@@ -17,7 +17,7 @@ def test_the_whole_step_runs_on_explicit_axes_with_the_same_losses(
     assert lines[0] == "float32[2,32@fsdp,128@tensor]"
     assert lines[1] == "step   Auto axes  Explicit axes"
     for i, (line, a, b) in enumerate(zip(lines[2:], losses, losses_x, strict=True)):
-        assert line.split() == [str(i), f"{a:.6f}", f"{b:.6f}"]
+        assert line.split() == [str(i), f"{a:.3f}", f"{b:.3f}"]
 
 
 def test_the_explicit_state_carries_its_layout_in_its_type(cfg, sharded):

@@ -82,7 +82,7 @@ def test_the_step_donates_its_input_state(sharded, compiled_step):
         assert x.sharding == a.sharding
     assert new["optimizer"]["step"][...] == 1
     lines = out.splitlines()
-    assert lines[0] == f"loss {loss:.4f}"
+    assert lines[0] == f"loss {loss:.3f}"
     assert lines[1:] == [
         "old state deleted: True",
         "RuntimeError: Array has been deleted with shape=float32[32,64].",
@@ -97,9 +97,9 @@ def test_eight_devices_and_one_device_give_the_same_losses(one_device):
     np.testing.assert_allclose(losses, losses_alone, rtol=LOSS_RTOL)
     assert losses[-1] < losses[0] - 0.2  # and the model learns
     rows = [line.split() for line in out.splitlines()]
-    assert rows[0] == ["step", "8", "devices", "one", "device", "relative", "gap"]
+    assert rows[0] == "step 8 devices one device within a relative 0.002".split()
     for i, (row, a, b) in enumerate(zip(rows[1:], losses, losses_alone, strict=True)):
-        assert row == [str(i), f"{a:.6f}", f"{b:.6f}", f"{abs(a - b) / b:.1e}"]
+        assert row == [str(i), f"{a:.3f}", f"{b:.3f}", "True"]
     prose = " ".join(PAGE.read_text().split())
     assert f"agree within a relative {LOSS_RTOL:.0e}".replace("e-03", "e-3") in prose
 
@@ -127,8 +127,8 @@ def test_two_microbatches_give_the_big_batch_gradients(accumulated):
         np.testing.assert_allclose(b, a, atol=1e-2 * largest)
         gap = max(gap, float(np.abs(np.asarray(a) - np.asarray(b)).max()))
     assert out.splitlines() == [
-        f"loss       one batch {float(loss):.6f}   two microbatches {float(loss_2):.6f}",
-        f"gradients  largest {largest:.1e}   largest difference {gap:.1e}",
+        f"loss       one batch {float(loss):.3f}   two microbatches {float(loss_2):.3f}",
+        "gradients within 1% of the largest one: True",
     ]
 
 

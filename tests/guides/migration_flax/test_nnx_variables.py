@@ -87,7 +87,7 @@ def test_value_warns_on_read_and_write_and_brackets_do_not(capsys):
     bias, after = nnx_variables.new_value(model)
     np.testing.assert_array_equal(bias, [1.0])
     np.testing.assert_array_equal(after, [0.0])
-    assert capsys.readouterr().out.splitlines()[-1] == "before: [1.]  after: [0.]"
+    assert capsys.readouterr().out.splitlines()[-1] == "before: 1.000  after: 0.000"
     with pytest.warns(DeprecationWarning, match="'.value' access"):
         model.bias.value  # noqa: B018
 

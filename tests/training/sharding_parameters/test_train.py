@@ -38,15 +38,16 @@ def test_training_keeps_every_parameter_where_it_was(run):
     first = run.train_out.splitlines()[0]
     assert first.startswith("losses: [")
     printed = [float(v) for v in first[9:-1].split(", ")]
-    np.testing.assert_allclose(printed, run.losses, atol=1e-4)
+    np.testing.assert_allclose(printed, run.losses, atol=5e-4)  # 3 decimals
 
 
 def test_the_printed_differences_are_within_the_stated_tolerance(run):
     lines = run.compare_out.splitlines()
-    assert lines[1].startswith("largest relative loss difference:")
-    assert lines[2].startswith("largest absolute parameter difference:")
-    assert float(lines[1].split()[-1]) <= 1e-5
-    assert float(lines[2].split()[-1]) <= 1e-5
+    # A bound the code checks, not the float noise of one machine's last bits.
+    assert lines[1:3] == [
+        "losses within a relative 1e-05: True",
+        "parameters within 1e-05:       True",
+    ]
 
 
 def test_the_model_sharded_by_rules_trains_like_one_device_too(run):

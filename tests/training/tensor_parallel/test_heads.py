@@ -71,6 +71,7 @@ def test_block_forward_is_two_all_reduces_of_the_activations(run):
     assert all_reduce_shapes(compiled) == ["f32[8,16,32]"] * 2
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     assert "all-reduce          2" in run[6]
+    assert "within 1e-05 of one device: True" in run[6].splitlines()
 
 
 def test_block_backward_adds_one_all_reduce_and_matches_one_device(run):
