@@ -54,7 +54,15 @@ FIRST = ("tests/exercises/test_solutions.py", "tests/training/multi_host/")
 LAST = ("tests/test_site_hooks.py",)
 
 
+@pytest.hookimpl(tryfirst=True)  # mark before pytest's -m deselects
 def pytest_collection_modifyitems(config, items):
+    # A page run as one program by pytest-markdown-docs repeats what the per-push build does
+    # (docs_build.outputs runs the same blocks in one fresh interpreter, for the golden
+    # outputs): daily, as a second harness.
+    for item in items:
+        if item.path.suffix == ".md":
+            item.add_marker(pytest.mark.daily)
+
     def rank(item):
         path = item.path.relative_to(config.rootpath).as_posix()
         if path.startswith(LAST):

@@ -5,6 +5,8 @@
     nox -s tests    the snippets' tests and every Python block the pages show
     nox -s lint     ruff check, ruff format --check, actionlint on the CI workflow
     nox -s browser  the built site in Chromium: requests, console, search, copy, colours, axe
+    nox -s daily    the tests marked `daily` (CI, once a day), then `isa`
+    nox -s isa      every page's golden outputs as AVX2 and SSE4.2 CPUs print them
     nox -s latest   the tests and a strict build against the newest jax, flax and optax
     nox -s versions probe what the site teaches under every JAX release line (minutes)
     nox -s tpu      compile the training steps for TPU topologies, without a TPU
@@ -191,6 +193,23 @@ def browser(session: nox.Session) -> None:
     # two cores: rendering and axe keep both busy).
     workers = ["-n", "2", "--dist", "load"] if not session.posargs else []
     session.run("pytest", "tests/browser", *workers, *session.posargs, env=QUIET)
+
+
+@nox.session(python=PYTHON)
+def daily(session: nox.Session) -> None:
+    """The tests marked `daily`, then `isa`: what CI runs once a day beside the per-push ones.
+
+    Every page as one program through pytest-markdown-docs, every notebook in a fresh Jupyter
+    kernel, every page in Chromium in both schemes with axe, every case of the two tools'
+    grids; then every page's golden outputs as AVX2 and SSE4.2 CPUs print them.
+    """
+    install(session, "browser")  # the tests' packages and Playwright
+    npm_install(session, AXE)
+    session.run("pytest", "-m", "daily", "-n", "2", "--dist", "loadfile", env=QUIET)
+    session.run(
+        "pytest", "tests/browser", "-m", "daily", "-n", "2", "--dist", "load", env=QUIET
+    )
+    session.notify("isa")
 
 
 @nox.session(python=PYTHON)

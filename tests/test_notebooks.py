@@ -226,7 +226,10 @@ def test_only_the_exercise_index_needs_the_repository():
     assert needing == ["exercises/index.md"]
 
 
+# Daily: the per-push build runs the same blocks as one program each (the golden outputs);
+# this runs them again through Jupyter, as a reader of the notebook does.
 @pytest.mark.slow
+@pytest.mark.daily
 def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
     """What a reader does with the download: run it top to bottom, with nothing of this
     project around (another folder, no devices preset), and get no error."""

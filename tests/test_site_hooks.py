@@ -452,9 +452,15 @@ def test_pages_print_no_float_noise(page_outputs, page):
 def test_the_tolerance_takes_noise_and_refuses_a_real_change():
     noise = "loss 3.890 0.405\nmatches: True 40,960 bytes"
     assert portable.texts_match(noise, "loss 3.889 0.405\nmatches: True 40,960 bytes")
-    assert not portable.texts_match(noise, "loss 3.990 0.405\nmatches: True 40,960 bytes")
-    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: True 40,961 bytes")
-    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: False 40,960 bytes")
+    assert not portable.texts_match(
+        noise, "loss 3.990 0.405\nmatches: True 40,960 bytes"
+    )
+    assert not portable.texts_match(
+        noise, "loss 3.890 0.405\nmatches: True 40,961 bytes"
+    )
+    assert not portable.texts_match(
+        noise, "loss 3.890 0.405\nmatches: False 40,960 bytes"
+    )
     assert portable.unstable("0.5188 1e-05 v5e:2x4 jax 0.12.0.1 4096") == []
     assert portable.unstable("0.51882416 2.6e-07 40960.0") == [
         "0.51882416",

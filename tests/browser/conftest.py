@@ -146,3 +146,11 @@ def axe_script() -> Path:
     if not path.exists():
         pytest.skip(f"axe-core is not installed at {path}: run `nox -s browser`.")
     return path
+
+
+# The grids a page's script is held to: every 7th case on every push (a different sample of
+# each kind of case, as the grids are drawn at random), every case once a day (`daily`).
+EVERY = [
+    pytest.param(7, id="every-7th"),
+    pytest.param(1, id="all", marks=pytest.mark.daily),
+]

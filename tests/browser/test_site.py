@@ -43,6 +43,20 @@ NOTEBOOK_PAGES = [
     and not notebooks.needs_the_repository(blocks)
 ]
 PAGES = site_pages() + NOTEBOOK_PAGES
+# Visited on every push: one page of each kind the site builds (home, diagrams, generated
+# tables, a TPU table, the two tools, the error index, an exercise, a notebook page); every
+# page, in both schemes, once a day (`daily`).
+EVERY_PUSH = {
+    "",
+    "basics/named-sharding/",
+    "training/fsdp/",
+    "tools/sharding-explorer/",
+    "tools/strategy-planner/",
+    "guides/compatibility/",
+    "guides/error-index/",
+    "exercises/place_batch/",
+    "notebooks/training/fsdp/",
+}
 
 
 @dataclass
@@ -276,7 +290,14 @@ def scheme_of(page) -> str:
 # first (every rule), then the dark one (the colour rules: AXE_OPTIONS) through the page's own toggle (the same `slate` palette a reader
 # whose system is dark gets: see the test after this one), then the toggle back, so that the
 # shared context keeps following the system setting.
-@pytest.mark.parametrize("path", PAGES)
+def test_the_pages_visited_on_every_push_are_pages_of_the_site():
+    assert set(PAGES) >= EVERY_PUSH
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p if p in EVERY_PUSH else pytest.param(p, marks=pytest.mark.daily) for p in PAGES],
+)
 def test_page_loads_locally_without_errors_and_passes_axe_in_both_schemes(
     light_context, base_url, axe_script: Path, axe_report, path
 ):

@@ -1,4 +1,3 @@
-import re
 from pathlib import Path
 
 import jax
