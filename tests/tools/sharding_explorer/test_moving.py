@@ -5,6 +5,7 @@ in_shardings, and one not yet placed is placed."""
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import P
@@ -31,9 +32,13 @@ def test_an_argument_in_another_sharding_is_refused_not_moved(auto):
     columns = jax.jit(lambda a: a, in_shardings=NamedSharding(auto, P(None, "y")))
     with pytest.raises(ValueError, match=re.escape("does not match the sharding")):
         columns(rows)
-    # Not yet placed: placed as in_shardings says.
-    placed = columns(np.arange(32.0).reshape(8, 4))
-    assert placed.sharding.spec == P(None, "y")
+    # Never placed (NumPy, a fresh jnp array): placed as in_shardings says.
+    for fresh in (np.arange(32.0).reshape(8, 4), jnp.arange(32.0).reshape(8, 4)):
+        assert columns(fresh).sharding.spec == P(None, "y")
+    # Placed on one device: refused too.
+    on_one = jax.device_put(np.arange(32.0).reshape(8, 4), jax.devices()[0])
+    with pytest.raises(ValueError, match=re.escape("does not match the sharding")):
+        columns(on_one)
 
 
 def test_the_snippet_names_its_axis_types():
