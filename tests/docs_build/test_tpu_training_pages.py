@@ -74,7 +74,9 @@ def test_tables_of_training_steps_label_the_pipeline_as_a_forward_pass():
     parallelism's forward, backward and Adam update) its row says so."""
     for table in (pages.table(), pages.model_table()):
         rows = [r for r in table.splitlines() if r.startswith("| pipeline")]
-        assert rows and all(r.startswith("| pipeline (forward pass only) |") for r in rows)
+        assert rows and all(
+            r.startswith("| pipeline (forward pass only) |") for r in rows
+        )
 
 
 def test_the_cpu_peak_is_withheld_because_it_reads_below_its_temporaries():
