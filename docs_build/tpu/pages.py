@@ -51,6 +51,8 @@ MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # The page's strategies, in the order the pages teach them.
 STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "2-D", "pipeline")
+# A table that sets the pipeline beside the training steps says what its step is.
+ROW_LABEL = {"pipeline": "pipeline (forward pass only)"}
 MIB = 2**20
 
 
@@ -184,7 +186,9 @@ def table(data: dict | None = None, named: str | None = None) -> str:
         for t in targets:
             p = program(t, strategy, data)
             cells.append(f"**{wire_mib(p):.1f}** MiB: {collectives(p)}")
-        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {ROW_LABEL.get(strategy, strategy)} | " + " | ".join(cells) + " |"
+        )
     caption = (
         f"{_model(data)}. **Bold**: MiB sent "
         "per device per step, by the ring model, over every collective the compiled program "
@@ -500,9 +504,8 @@ def model_table(data: dict | None = None) -> str:
                 f"{'\u2014' if formula is None else f'{formula / MIB:.1f}'} / "
                 f"{p['memory']['temp_bytes'] / MIB:.1f} MiB"
             )
-            lines.append(
-                f"| {strategy} | {target} | {state} | {temp} | {wire} | {said} |"
-            )
+            label = ROW_LABEL.get(strategy, strategy)
+            lines.append(f"| {label} | {target} | {state} | {temp} | {wire} | {said} |")
     caption = (
         "The cost model (docs_build/costmodel.py) against the compiled programs of the table "
         "above. State: parameters, Adam's two moments and the device's share of the batch, "

@@ -72,16 +72,58 @@ def pinned_row() -> dict:
 @dataclass(frozen=True)
 class History:
     added: str | None  # first release (in the matrix) from which it runs, to the newest
-    deprecated: str | None  # first release where it warns
-    removed: str | None  # first release from which it raises again, having run before
-    changed: str | None  # last release whose value differs from the one before
+    deprecated: str | None  # the release where it began to warn
+    removed: str | None  # the release from which it raises again, having run before
+    changed: str | None  # the release whose value differs from the one before
 
 
-def _label(row: dict, package: str, first: bool) -> str:
-    version = row["packages"][package]
+# What a message says about when: "deprecated in JAX v0.8.2", "removed in JAX v0.10.0",
+# "As of Flax 0.11.0 ... is required", "will change in JAX v0.9.0".
+STATED = {
+    "deprecated": re.compile(r"deprecated in (?:(JAX|Flax) )?v?(\d+(?:\.\d+)+)", re.I),
+    "removed": re.compile(
+        r"(?:removed in|As of) (?:(JAX|Flax) )?v?(\d+(?:\.\d+)+)", re.I
+    ),
+    "changed": re.compile(r"change in (?:(JAX|Flax) )?v?(\d+(?:\.\d+)+)", re.I),
+}
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def stated(probe_id: str, kind: str) -> set[str]:
+    """The releases that the probe's own messages, in any column, give for `kind`."""
+    package = BY_ID[probe_id].package
+    found = set()
+    for row in probed():
+        result = row["results"].get(probe_id) or {}
+        for text in (result.get("message"), result.get("warning_message")):
+            for name, version in STATED[kind].findall(text or ""):
+                if not name or name.lower() == package:
+                    found.add(version)
+    return found
+
+
+def _label(rows: list[dict], i: int, package: str, said: set[str] = frozenset()) -> str:
+    """When something first seen in column `i` happened. The matrix holds the latest patch of
+    each line, so it only brackets a change: after column i - 1, by column i. A release that
+    the messages name inside that bracket is the answer; otherwise the bracket is."""
     name = "JAX" if package == "jax" else "Flax"
-    # The matrix holds the latest patch of each JAX line; before its first line we know nothing.
-    return f"{name} {version}" + (" or earlier" if first else "")
+    version = rows[i]["packages"][package]
+    before = rows[i - 1]["packages"][package] if i else None
+    inside = {
+        v
+        for v in said
+        if _key(v) <= _key(version) and (before is None or _key(v) > _key(before))
+    }
+    if len(inside) == 1:
+        return f"{name} {inside.pop()}"
+    if before is None:  # before the first line we know nothing
+        return f"{name} {version} or earlier"
+    if before == version:
+        return f"{name} {version}"
+    return f"between {name} {before} and {version}"
 
 
 def history(probe_id: str) -> History:
@@ -93,27 +135,29 @@ def history(probe_id: str) -> History:
         raise VersionsError(f"probe {probe_id!r} has no result for jax {missing}")
     runs = [s["outcome"] != "raises" for s in states]
 
-    def at(i):
-        return _label(rows[i], p.package, i == 0)
+    def at(i, kind=None):
+        return _label(rows, i, p.package, stated(probe_id, kind) if kind else set())
 
     added = deprecated = removed = changed = None
     if runs[-1]:
         i = len(runs) - 1
         while i > 0 and runs[i - 1]:
             i -= 1
-        added = at(i)
+        # The first column that runs it: what a page may say its code needs.
+        added = f"{'JAX' if p.package == 'jax' else 'Flax'} {rows[i]['packages'][p.package]}"
+        added += " or earlier" if i == 0 else ""
     warns = [i for i, s in enumerate(states) if s["outcome"] == "warns"]
     if warns:
-        deprecated = at(warns[0])
+        deprecated = at(warns[0], "deprecated")
     if not runs[-1] and any(runs):
         i = len(runs) - 1
         while runs[i - 1] is False:
             i -= 1
-        removed = at(i)
+        removed = at(i, "removed")
     values = [s.get("value") for s in states]
     for i in range(1, len(values)):
         if runs[i] and runs[i - 1] and values[i] != values[i - 1]:
-            changed = at(i)
+            changed = at(i, "changed")
     return History(added, deprecated, removed, changed)
 
 
@@ -154,7 +198,9 @@ def probe_cells(probe_id: str) -> str:
         )
     h = history(probe_id)
     now = _cell(pinned_row()["results"][probe_id])
-    last = h.removed or (f"result changed in {h.changed}" if h.changed else "")
+    last = h.removed or ""
+    if h.changed:
+        last = f"result changed {'' if h.changed.startswith('between') else 'in '}{h.changed}"
     return f"{now} | {h.deprecated or ''} | {last}"
 
 

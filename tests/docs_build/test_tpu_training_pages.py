@@ -69,6 +69,16 @@ def test_a_pipeline_table_does_not_call_its_step_a_training_step():
     assert "GPipe forward pass" in caption and "Adam" not in caption
 
 
+def test_tables_of_training_steps_label_the_pipeline_as_a_forward_pass():
+    """The pipeline's program is a GPipe forward pass; beside full training steps (data
+    parallelism's forward, backward and Adam update) its row says so."""
+    for table in (pages.table(), pages.model_table()):
+        rows = [r for r in table.splitlines() if r.startswith("| pipeline")]
+        assert rows and all(
+            r.startswith("| pipeline (forward pass only) |") for r in rows
+        )
+
+
 def test_the_cpu_peak_is_withheld_because_it_reads_below_its_temporaries():
     p = pages.program("cpu", "FSDP")["memory"]
     assert p["peak_bytes"] < p["temp_bytes"]

@@ -136,7 +136,10 @@ def test_history_reads_added_deprecated_and_removed(monkeypatch):
     fake_results(monkeypatch, ["raises", "works", "warns", "warns", "raises", "raises"])
     h = pages.history("pvary")
     assert h == pages.History(
-        added=None, deprecated="JAX 0.6.0", removed="JAX 0.8.0", changed=None
+        added=None,
+        deprecated="between JAX 0.5.0 and 0.6.0",
+        removed="between JAX 0.7.0 and 0.8.0",
+        changed=None,
     )
 
 
@@ -150,12 +153,82 @@ def test_history_before_the_first_column_is_not_invented(monkeypatch):
     fake_results(monkeypatch, ["warns", "raises"])
     h = pages.history("pvary")
     assert h.deprecated == "JAX 0.4.0 or earlier"
-    assert h.removed == "JAX 0.5.0"
+    assert h.removed == "between JAX 0.4.0 and 0.5.0"
 
 
 def test_history_of_a_changed_value(monkeypatch):
     fake_results(monkeypatch, ["works"] * 3, values=["Auto", "Auto", "Explicit"])
-    assert pages.history("pvary").changed == "JAX 0.6.0"
+    assert pages.history("pvary").changed == "between JAX 0.5.0 and 0.6.0"
+
+
+def test_a_release_the_message_names_inside_the_bracket_is_the_answer(monkeypatch):
+    fake_results(monkeypatch, ["works", "works", "warns", "raises"])
+    warned = pages.load()["versions"][2]["results"]["pvary"]
+    warned["warning_message"] = "pvary is deprecated in JAX v0.5.2; use pcast"
+    raised = pages.load()["versions"][3]["results"]["pvary"]
+    raised["message"] = "pvary was removed in JAX v0.9.0"  # outside (0.6.0, 0.7.0]
+    h = pages.history("pvary")
+    assert h.deprecated == "JAX 0.5.2"
+    assert h.removed == "between JAX 0.6.0 and 0.7.0"
+
+
+# What a message says about when, read independently of pages.STATED.
+WHEN = {
+    "deprecated": r"deprecated in",
+    "removed": r"removed in|as of",
+    "changed": r"change in",
+}
+
+
+def interval(cell: str) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(low, high, exact) of a history cell: `X or earlier`, `between A and B` or `V`."""
+
+    def key(v):
+        return tuple(int(x) for x in v.split("."))
+
+    versions = re.findall(r"\d+(?:\.\d+)+", cell)
+    if cell.endswith("or earlier"):
+        return (0,), key(versions[0]), False
+    if cell.startswith("between"):
+        return key(versions[0]), key(versions[1]), False
+    return key(versions[0]), key(versions[0]), True
+
+
+@pytest.mark.parametrize("probe", [p.id for p in probes.PROBES if p.group == "old"])
+def test_no_cell_contradicts_the_release_its_message_names(probe):
+    """A cell that says 0.8.3 beside a message that says "deprecated in v0.8.0" was wrong:
+    the matrix only brackets a change, and the message's own release wins inside it."""
+    h = pages.history(probe)
+    messages = [
+        r["results"][probe].get(k) or ""
+        for r in pages.probed()
+        for k in ("message", "warning_message")
+    ]
+    for kind, words in WHEN.items():
+        cell = getattr(h, kind)
+        if cell is None:
+            continue
+        named = {
+            v
+            for m in messages
+            for v in re.findall(
+                rf"(?:{words}) (?:JAX |Flax )?v?(\d+(?:\.\d+)+)", m, re.I
+            )
+        }
+        low, high, exact = interval(cell)
+        for version in named:
+            key = tuple(int(x) for x in version.split("."))
+            if exact:
+                assert key == low, (probe, kind, cell, version)
+            else:
+                assert low < key <= high or (low == (0,) and key <= high), (
+                    probe,
+                    kind,
+                    cell,
+                    version,
+                )
+        if exact:  # a single release is only given where a message names it
+            assert named == {cell.split()[-1]}, (probe, kind, cell)
 
 
 def test_not_installable_columns_are_shown_as_such(monkeypatch):
@@ -170,7 +243,7 @@ def test_not_installable_columns_are_shown_as_such(monkeypatch):
     )
     table = pages.compatibility_table("old")
     assert "JAX 0.9.0" in table and "not installable here" in table
-    assert pages.history("pvary").removed == "JAX 0.5.0"
+    assert pages.history("pvary").removed == "between JAX 0.4.0 and 0.5.0"
 
 
 def test_unknown_markers_fail_naming_the_page():

@@ -51,8 +51,9 @@ def resume(data_mesh: Mesh, model_mesh: Mesh, directory: Path):
     model_tp, optimizer_tp = restore_train_state(
         directory / "step-3", model_mesh, TENSOR_PARALLEL
     )
-    print("restored at step", optimizer_tp.step[...])  # (3)!
-    resumed = train(model_tp, optimizer_tp, data[3:], whole_batch)
+    start = int(optimizer_tp.step[...])  # (3)!
+    print("restored at step", start)
+    resumed = train(model_tp, optimizer_tp, data[start:], whole_batch)
 
     print("step  kept on: FSDP, 8 devices  resumed: tensor parallel, 4 devices")
     for i, (a, b) in enumerate(zip(kept_on, resumed, strict=True), start=3):

@@ -1,4 +1,5 @@
-"""How shardings propagate on Explicit axes: element-wise, broadcasting, reductions.
+"""How shardings propagate on Explicit axes: element-wise (split with split, split with whole),
+broadcasting, reductions.
 
 Run `python -m snippets.concepts.explicit_sharding.propagation_rules` to print what the page shows.
 """
@@ -40,6 +41,14 @@ def elementwise(x: jax.Array) -> jax.Array:
     return y
 
 
+def split_and_whole(mesh: Mesh, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    # --8<-- [start:split-and-whole]
+    whole = arange_on(mesh, (8, 4), P())  # the same shape, whole on every device
+    y = show_types(jnp.add, x, whole)
+    # --8<-- [end:split-and-whole]
+    return whole, y
+
+
 def broadcasting(mesh: Mesh) -> tuple[jax.Array, jax.Array, jax.Array]:
     # --8<-- [start:broadcasting]
     column = arange_on(mesh, (4, 1), P("x", None))
@@ -64,6 +73,7 @@ def main() -> None:
     mesh = sharding_in_types.build_mesh()
     x, _ = sharding_in_types.types_outside_jit(mesh)
     elementwise(x)
+    split_and_whole(mesh, x)
     broadcasting(mesh)
     reductions(x)
 

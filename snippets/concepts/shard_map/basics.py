@@ -1,4 +1,5 @@
-"""The smallest shard_map: double a vector on a one-device mesh, then on eight.
+"""The smallest shard_map: double a vector on a one-device mesh, then on eight; and a bug
+that one device hides.
 
 `shard_map_double` is also the solution of the "shard_map Basics" exercise.
 Run `python -m snippets.concepts.shard_map.basics` to print what the page shows.
@@ -74,9 +75,30 @@ def eight_devices() -> tuple[Mesh, jax.Array]:
     return data_mesh, doubled
 
 
+def one_device_hides() -> dict[int, jax.Array]:
+    # --8<-- [start:one-device-hides]
+    def wrong_mean(block):
+        return jax.lax.psum(block.sum(), "data") / block.size  # the block's size!
+
+    x = jnp.arange(16.0)
+    means = {}
+    for n in (1, 8):
+        data_mesh = jax.make_mesh(
+            (n,), ("data",), axis_types=(AxisType.Explicit,), devices=jax.devices()[:n]
+        )
+        mean = jax.shard_map(
+            wrong_mean, mesh=data_mesh, in_specs=P("data"), out_specs=P()
+        )
+        means[n] = mean(jax.device_put(x, NamedSharding(data_mesh, P("data"))))
+        print(f"{n} device(s): {means[n]}   x.mean(): {x.mean()}")
+    # --8<-- [end:one-device-hides]
+    return means
+
+
 def main() -> None:
     one_device()
     eight_devices()
+    one_device_hides()
 
 
 if __name__ == "__main__":

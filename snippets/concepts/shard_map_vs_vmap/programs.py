@@ -49,6 +49,14 @@ def compare_programs(batched, rows_per_device, x: jax.Array, x_rows: jax.Array) 
     # --8<-- [end:programs]
 
 
+def rows_jaxpr(batched, x_rows: jax.Array):
+    # --8<-- [start:rows-jaxpr]
+    jaxpr = jax.make_jaxpr(batched)(x_rows)
+    print(jaxpr)
+    # --8<-- [end:rows-jaxpr]
+    return jaxpr
+
+
 def main() -> None:
     from snippets.concepts.shard_map_vs_vmap import batching, nested, sharding
 
@@ -58,6 +66,7 @@ def main() -> None:
     _, shard_map_result = sharding.shard_rows(mesh, x_rows, expected)
     rows_per_device, _ = nested.vmap_inside(mesh, x_rows, shard_map_result)
     compare_programs(batched, rows_per_device, x, x_rows)
+    rows_jaxpr(batched, x_rows)
 
 
 if __name__ == "__main__":

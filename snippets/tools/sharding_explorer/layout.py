@@ -11,7 +11,7 @@ import math
 import jax
 import numpy as np
 from jax import P
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 
 # --8<-- [end:imports]
 
@@ -34,7 +34,8 @@ def layout(shape, mesh_shape, axis_names, spec, dtype="float32"):
     if dtype not in ITEMSIZE:
         raise ValueError(f"dtype must be one of {list(ITEMSIZE)}, not {dtype!r}.")
     devices = jax.devices()[: math.prod(mesh_shape)]
-    mesh = jax.make_mesh(mesh_shape, axis_names, devices=devices)
+    explicit = (AxisType.Explicit,) * len(mesh_shape)
+    mesh = jax.make_mesh(mesh_shape, axis_names, axis_types=explicit, devices=devices)
     try:
         sharding = NamedSharding(mesh, P(*spec))
         block = sharding.shard_shape(shape)  # (1)!

@@ -73,3 +73,15 @@ def test_the_step_count_matters(resumed, resume_dir, model_mesh):
 def test_the_prose_quotes_the_tolerance_the_tests_hold():
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert "(The tests hold them to 1e-5, as the training pages do.)" in text
+
+
+def test_the_checkpoint_holds_no_data_position_and_no_random_key(resumed):
+    """The page's note: the saved state is the model and the optimizer, nothing else, and
+    the step count is the only position this run needs."""
+    (_, _, (model, optimizer), _), _ = resumed
+    saved = state.state_of(model, optimizer)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(saved)]
+    assert len(paths) == 14
+    assert not [p for p in paths if re.search(r"rng|key|data|position", p, re.I)]
+    for leaf in jax.tree.leaves(saved):
+        assert not jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)

@@ -44,6 +44,16 @@ def test_the_cache_is_zeros_of_batch_heads_length_head_dim():
         decode.empty_cache(0)
 
 
+def test_every_query_head_has_its_own_keys_and_values(page_inputs):
+    """Multi-head attention, as the page says: the cache's heads are the query heads, so the
+    cap on the heads layout is all 8 of them (grouped-query attention would cap it at its
+    key-value heads)."""
+    weights, _ = page_inputs
+    query_heads = weights["wq"].shape[1]
+    assert weights["wk"].shape[1] == weights["wv"].shape[1] == query_heads == 8
+    assert decode.empty_cache(BATCH)["k"].shape[1] == query_heads
+
+
 def test_forward_matches_numpy_head_by_head(page_inputs):
     weights, prompt = page_inputs
     logits, (k, v) = jax.jit(decode.forward)(weights, prompt)

@@ -97,3 +97,18 @@ def test_print_shards_of_an_unplaced_array_shows_one_device(x, capsys):
 def test_print_shards_refuses_a_numpy_array_and_says_what_to_do():
     with pytest.raises(TypeError, match=r"got ndarray: place it with jax\.device_put"):
         shards.print_shards(np.zeros((8, 4)))
+
+
+def test_the_bytes_are_the_elements_and_a_tpu_pads_small_blocks(x, x_rows, mesh):
+    """The page's TPU figures: the blocks (1, 4), (4, 4) and (8, 4) take 512, 2,048 and
+    2,048 bytes per chip compiled for v5e:2x4 and v5p:2x2x2 (argument_size_in_bytes, libtpu
+    0.0.50.1), which is the planner's tile model, itself held to compiled TPU programs."""
+    from docs_build.planner import tiled
+
+    x_halves = shards.partly_replicated(x, mesh)
+    x_full = shards.replicated(x, mesh)
+    blocks = [a.addressable_shards[0].data for a in (x_rows, x_halves, x_full)]
+    assert [b.shape for b in blocks] == [(1, 4), (4, 4), (8, 4)]
+    assert [b.nbytes for b in blocks] == [16, 64, 128]  # what the CPU devices hold
+    assert [tiled(b.shape) * b.itemsize for b in blocks] == [512, 2048, 2048]
+    assert tiled((1024, 1024)) == 1024 * 1024  # no padding for a large tiled array

@@ -1,8 +1,11 @@
+import re
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import P
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 
 from snippets.basics.partition_spec import pitfalls
 
@@ -81,6 +84,30 @@ def test_slicing_the_padding_off_an_explicit_array_is_refused(line_mesh):
     with pytest.raises(Exception) as info:
         padded[:6]
     assert type(info.value).__name__ == "ShardingTypeError"
+    # ... but answered, it works: the 6 rows come back whole on every device.
+    with jax.set_mesh(line_mesh):
+        rows = padded.at[:6].get(out_sharding=P())
+    assert str(jax.typeof(rows)) == "float32[6]"
+    assert {s.data.shape for s in rows.addressable_shards} == {(6,)}
+    np.testing.assert_array_equal(rows, np.arange(6.0))
+
+
+def test_inside_jit_on_auto_axes_six_rows_can_be_split_eight_ways():
+    """The page's exception to 'each dimension must be a multiple': with_sharding_constraint
+    inside jit pads 6 rows to 8; what goes in or comes out must still divide."""
+    auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
+    by_rows = NamedSharding(auto, P("x"))
+
+    def total(rows):
+        split = jax.lax.with_sharding_constraint(rows * 2, by_rows)
+        return jnp.sum(split)
+
+    rows = jnp.arange(6.0)
+    compiled = jax.jit(total).lower(rows).compile()
+    assert re.search(r"f32\[8\]\{0\} pad\(", compiled.as_text())
+    assert float(compiled(rows)) == 30.0
+    with pytest.raises(ValueError, match="partitioned 8"):
+        jax.jit(lambda r: r * 2, out_shardings=by_rows)(rows)
 
 
 def test_a_smaller_axis_divides_six_rows(mesh, capsys):

@@ -23,3 +23,19 @@ def test_the_hlo_gathers_along_y_then_x_with_per_device_shapes(x, auto_mesh, cap
     assert "f32[8,4]" in lines[1] and lines[1].endswith("{'x'}")
     assert all("over mesh['x'=2,'y'=4]" in line for line in lines)
     assert capsys.readouterr().out.splitlines() == lines
+
+
+def test_before_compiling_the_gather_is_not_there_but_a_shard_map_psum_is(x, auto_mesh):
+    import jax
+    from jax.sharding import NamedSharding
+
+    gather = jax.jit(lambda a: 2 * a, out_shardings=NamedSharding(auto_mesh, P()))
+    lowered = gather.lower(x).as_text()
+    assert "sharding" in lowered and "all_gather" not in lowered
+    written = jax.shard_map(
+        lambda b: jax.lax.psum(b, "x"),
+        mesh=auto_mesh,
+        in_specs=P("x", "y"),
+        out_specs=P(None, "y"),
+    )
+    assert "all_reduce" in jax.jit(written).lower(x).as_text()

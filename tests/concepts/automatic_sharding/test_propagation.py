@@ -93,3 +93,17 @@ def test_whole_contracting_dimensions_need_no_collective(auto_mesh, compiled, ca
 def test_show_needs_arguments():
     with pytest.raises(ValueError, match=r"needs arguments to compile f for"):
         propagation.show(lambda: 1.0)
+
+
+def test_elementwise_work_communicates_only_when_the_operands_are_split_differently(
+    auto_mesh,
+):
+    # The tip's claim, and the case that broke its old "element-wise work never does".
+    from jax.sharding import NamedSharding
+
+    alike = jax.device_put(X, NamedSharding(auto_mesh, P("x", "y")))
+    swapped = jax.device_put(X, NamedSharding(auto_mesh, P("y", "x")))
+    add = jax.jit(lambda a, b: a + b)
+    assert count_collectives(add.lower(alike, alike).compile()) == {}
+    assert count_collectives(add.lower(alike, swapped).compile())
+    np.testing.assert_array_equal(add(alike, swapped), 2 * X)

@@ -24,6 +24,25 @@ def test_elementwise_keeps_the_type(x, compiled, capsys):
     ]
 
 
+def test_a_whole_operand_goes_with_a_split_one_without_error(
+    x, explicit_mesh, compiled, capsys
+):
+    # The rules table's row "one operand split, the other whole": no ShardingTypeError.
+    capsys.readouterr()
+    whole, y = propagation_rules.split_and_whole(explicit_mesh, x)
+    np.testing.assert_array_equal(y, X + X)
+    assert types(whole, y) == ["float32[8,4]", "float32[8@x,4@y]"]
+    assert [count_collectives(c) for c in compiled] == [{}]
+    assert capsys.readouterr().out.splitlines() == [
+        "float32[8@x,4@y], float32[8,4] -> float32[8@x,4@y]",
+        "collectives: none",
+    ]
+    # The same in one dimension, 8@x + 8, as the table says.
+    line = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,))
+    split = jax.device_put(np.arange(8.0), jax.NamedSharding(line, jax.P("x")))
+    assert str(jax.typeof(split + np.arange(8.0))) == "float32[8@x]"
+
+
 def test_broadcasting_takes_one_mesh_axis_from_each_operand(
     explicit_mesh, compiled, capsys
 ):

@@ -91,3 +91,17 @@ def test_even_one_explicit_device_needs_the_input_placed_first():
         ValueError, match=re.escape("does not match the specs of the input: P(None,)")
     ):
         double(jnp.array([1.0, 2.0, 3.0]))
+
+
+def test_one_device_hides_a_wrong_collective(capsys):
+    # On one device psum is the identity, so a mean divided by the block's size is right
+    # there and 8 times too large on eight devices: the result depends on the mesh.
+    from snippets.concepts.shard_map.basics import one_device_hides
+
+    means = one_device_hides()
+    assert float(means[1]) == 7.5 == float(np.mean(np.arange(16.0)))
+    assert float(means[8]) == 60.0
+    assert capsys.readouterr().out.splitlines() == [
+        "1 device(s): 7.5   x.mean(): 7.5",
+        "8 device(s): 60.0   x.mean(): 7.5",
+    ]

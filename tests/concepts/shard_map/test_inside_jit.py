@@ -1,4 +1,8 @@
+import jax
 import numpy as np
+import pytest
+from jax import P
+from jax.sharding import AxisType, NamedSharding
 
 from snippets.concepts.shard_map import inside_jit, local_view, partial_sums
 from snippets.hlo import count_collectives
@@ -34,3 +38,22 @@ def test_set_mesh_lets_shard_map_leave_out_the_mesh(line_mesh):
             lambda b: jax.lax.psum(b.sum(), "x"), in_specs=P("x"), out_specs=P()
         )(x)
     assert float(total) == 120.0
+
+
+def test_the_boundary_of_a_shard_map_on_an_auto_mesh_can_add_a_collective(capsys):
+    # The body only doubles; the all-gather comes from moving x to in_specs=P().
+    auto = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
+    compiled = inside_jit.boundary_collectives(auto)
+    assert count_collectives(compiled) == {"all-gather": 1}
+    assert capsys.readouterr().out.splitlines() == [
+        "-- in_specs=P(), x split over the Auto axis x",
+        "all-gather          1",
+    ]
+    # The same call on an Explicit mesh is refused instead of moved.
+    explicit = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    split = jax.device_put(np.arange(16.0), NamedSharding(explicit, P("x")))
+    whole_block = jax.shard_map(
+        lambda b: b * 2, mesh=explicit, in_specs=P(), out_specs=P()
+    )
+    with pytest.raises(ValueError, match="does not match the specs of the input"):
+        jax.jit(whole_block)(split)

@@ -1,5 +1,6 @@
 import re
 
+import jax
 import numpy as np
 import pytest
 
@@ -44,3 +45,17 @@ def test_the_table_needs_a_placed_jax_array(functions):
         r"first: its placement decides the program\.",
     ):
         programs.per_device_table({"numpy rows": (batched, np.zeros((16, 3)))})
+
+
+def test_vmap_on_split_rows_is_split_before_jit(functions, capsys):
+    """One program, typed split over rows already in its jaxpr, not 8 programs."""
+    batched, _, _, x_rows = functions
+    capsys.readouterr()
+    jaxpr = programs.rows_jaxpr(batched, x_rows)
+    assert [str(v.aval) for v in jaxpr.jaxpr.invars] == ["float32[16@rows,3]"]
+    assert [str(v.aval) for v in jaxpr.jaxpr.outvars] == ["float32[16@rows]"]
+    assert "f32[16@rows] = reduce_sum" in capsys.readouterr().out
+    # One SPMD program for all 8 devices: one entry computation, on a (2, 3) block.
+    hlo = jax.jit(batched).lower(x_rows).compile().as_text()
+    assert hlo.count("\nENTRY ") == 1
+    assert re.search(r"ENTRY \S+ \(\S+: f32\[2,3\]\) -> f32\[2\]", hlo)

@@ -59,6 +59,24 @@ def test_operands_split_over_different_axes(mesh, capsys):
     )
 
 
+def test_the_operands_are_cut_differently_though_every_element_shares_a_device(mesh):
+    """The page's cause: the blocks differ (device 0 holds over_x[0:4], over_y[0:2]). The
+    elements themselves are not apart: element i of both sits on some device, for every i."""
+    over_x, over_y = explicit_types.incompatible(mesh)
+
+    def held(array):
+        found = {}
+        for shard in array.addressable_shards:
+            found[shard.device.id] = set(range(8)[shard.index[0]])
+        return found
+
+    by_x, by_y = held(over_x), held(over_y)
+    assert by_x[0] == {0, 1, 2, 3} and by_y[0] == {0, 1}
+    assert all(by_x[d] != by_y[d] for d in by_x)
+    for i in range(8):
+        assert any(i in by_x[d] and i in by_y[d] for d in by_x)
+
+
 def test_reshard_one_operand_then_add(mesh, capsys):
     over_x, over_y = explicit_types.incompatible(mesh)
     capsys.readouterr()
