@@ -247,3 +247,36 @@ def test_where_drops_a_nan_in_the_padding_where_a_product_would_not(data):
     per_row = jnp.mean((uneven.forward(padded, weights) - padded_targets) ** 2, axis=-1)
     assert np.isnan(jnp.sum(per_row * mask.astype(np.float32)))
     assert "`nan * 0` is `nan`" in prose()
+
+
+def test_the_masked_gradient_has_no_nan_whatever_the_padding_holds(data):
+    """The second `where` on the inputs: with nan or inf in the padded rows, the
+    gradient is still that of the ten real rows."""
+    batch, targets, weights = data
+    padded, mask = uneven.pad_rows(batch, 8)
+    padded_targets, _ = uneven.pad_rows(targets, 8)
+    one_device = jax.grad(lambda w: jnp.mean((jnp.tanh(batch @ w) - targets) ** 2))
+    for bad in (np.nan, np.inf):
+        x, t = padded.copy(), padded_targets.copy()
+        x[10:], t[10:] = bad, bad
+        grad = jax.grad(uneven.masked_mean_loss)(weights, x, t, mask)
+        assert not np.isnan(grad).any()
+        np.testing.assert_allclose(grad, one_device(weights), rtol=1e-5, atol=1e-7)
+
+    # One where around the losses alone keeps the value but not the gradient.
+    def one_where(w, x, targets, mask):
+        per_row = jnp.mean((uneven.forward(x, w) - targets) ** 2, axis=-1)
+        return jnp.sum(jnp.where(mask, per_row, 0.0)) / jnp.sum(mask)
+
+    padded_targets[10:] = np.nan
+    assert np.isnan(jax.grad(one_where)(weights, padded, padded_targets, mask)).any()
+    assert "It keeps their value out of the sum, but not their gradient" in prose()
+
+
+def test_one_where_leaves_a_nan_gradient_and_two_do_not(capsys):
+    uneven.where_gradient()
+    assert capsys.readouterr().out.splitlines() == [
+        "one_where  0.6931  gradient [-2. nan]",
+        "two_wheres 0.6931  gradient [-2.  0.]",
+    ]
+    assert "only the second has a gradient without `nan`" in prose()
