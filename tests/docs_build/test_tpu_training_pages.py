@@ -213,6 +213,21 @@ def test_tensor_parallel_claims():
     assert model().batch_bytes / MIB > 0.5 * large
 
 
+def test_tpu_programs_split_collectives_into_pairs_and_cpu_programs_do_not():
+    """two-d: on the CPU every collective is one instruction; the TPU programs the site
+    compiles split some into a start and a done or wrap them in fusions."""
+    programs = pages.results()["programs"] + pages.results()["advanced"]["programs"]
+    forms = {}
+    for p in programs:
+        platform = "cpu" if p["target"] == "cpu" else "tpu"
+        forms.setdefault(platform, set()).update(c["form"] for c in p["collectives"])
+    assert forms["cpu"] == {"sync"}
+    assert {"async", "async-fusion"} <= forms["tpu"]
+    said = " ".join((TRAINING / "two-d.md").read_text().split())
+    assert "GPU and TPU programs often split" not in said
+    assert "split some collectives into a `-start` and a `-done` instruction" in said
+
+
 def test_two_d_claims():
     for target in ("cpu", *TPUS):
         assert kinds(target, "2-D") == {"all-reduce": 2}
