@@ -179,23 +179,6 @@ def split_padded(mesh: Mesh, batch: np.ndarray, weights: np.ndarray):
     return compiled, x, w, y, mask
 
 
-def where_gradient() -> None:
-    # --8<-- [start:where-gradient]
-    p = jnp.array([0.5, 0.0])  # the second entry is padding
-    keep = jnp.array([True, False])
-
-    def one_where(p):
-        return jnp.sum(jnp.where(keep, -jnp.log(p), 0.0))
-
-    def two_wheres(p):
-        safe = jnp.where(keep, p, 1.0)  # padding gets an input whose log is finite
-        return jnp.sum(jnp.where(keep, -jnp.log(safe), 0.0))
-
-    for loss in (one_where, two_wheres):
-        print(f"{loss.__name__:<11}{loss(p):.4f}  gradient {jax.grad(loss)(p)}")
-    # --8<-- [end:where-gradient]
-
-
 # --8<-- [start:masked-loss]
 def masked_mean_loss(w, x, targets, mask):
     """Mean squared error over the rows where `mask` is True."""
@@ -237,7 +220,6 @@ def main() -> None:
     slice_on_explicit(mesh, forward_real_rows, padded, weights)
     checked(mesh, batch)
     _, x, w, _, mask = split_padded(mesh, batch, weights)
-    where_gradient()
     masked_training_step(mesh, batch, targets, weights, x, w, mask)
 
 

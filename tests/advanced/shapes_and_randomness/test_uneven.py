@@ -270,13 +270,20 @@ def test_the_masked_gradient_has_no_nan_whatever_the_padding_holds(data):
 
     padded_targets[10:] = np.nan
     assert np.isnan(jax.grad(one_where)(weights, padded, padded_targets, mask)).any()
-    assert "It keeps their value out of the sum, but not their gradient" in prose()
+    assert "keeps their value out of the sum, but not their gradient" in prose()
 
 
-def test_one_where_leaves_a_nan_gradient_and_two_do_not(capsys):
-    uneven.where_gradient()
-    assert capsys.readouterr().out.splitlines() == [
-        "one_where  0.6931  gradient [-2. nan]",
-        "two_wheres 0.6931  gradient [-2.  0.]",
-    ]
-    assert "only the second has a gradient without `nan`" in prose()
+def test_one_where_leaves_a_nan_gradient_for_a_log_of_zero_and_two_do_not():
+    """The page's example: a log of zero in a dropped branch."""
+    keep, p = jnp.array([True, False]), jnp.array([0.5, 0.0])
+
+    def one_where(p):
+        return jnp.where(keep, -jnp.log(p), 0.0).sum()
+
+    def two_wheres(p):
+        return jnp.where(keep, -jnp.log(jnp.where(keep, p, 1.0)), 0.0).sum()
+
+    assert one_where(p) == two_wheres(p)
+    assert np.isnan(jax.grad(one_where)(p)).tolist() == [False, True]
+    assert jax.grad(two_wheres)(p).tolist() == [-2.0, 0.0]
+    assert "for a log of zero, say, that is `0 * inf`, `nan`" in prose()
