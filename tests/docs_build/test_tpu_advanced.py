@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+import jax
 import pytest
 
 from docs_build import hlo
@@ -343,3 +344,18 @@ def test_the_profiling_pages_claims_about_the_tpu_programs_hold():
         # "With the weights whole, no backend's program holds a collective."
         assert kinds(PROGRAMS[target, WHOLE]) == {}
     assert "in bfloat16 rather than float32, so they send half" in said
+
+
+def test_the_profiling_page_says_the_ops_are_the_backends_and_the_type_a_default():
+    """The ops of a step differ by backend, so they are not what carries over; the
+    bfloat16 gathers come from JAX's default matmul precision, which the TPU programs
+    were compiled with (nothing in the build sets another)."""
+    said = page("profiling.md")
+    cpu, tpu = PROGRAMS["cpu", SPLIT], PROGRAMS["v5e:2x4", SPLIT]
+    assert dtypes(cpu) != dtypes(tpu)  # the same code, other ops
+    assert "The ops themselves are the CPU backend's program" in said
+    assert "which ops a step runs" not in said
+    assert jax.config.jax_default_matmul_precision is None
+    for source in (ROOT / "docs_build" / "tpu").glob("*.py"):
+        assert "precision" not in source.read_text(), source
+    assert "That is JAX's default matmul precision at work" in said

@@ -18,7 +18,7 @@ MIB = 2**20
 # page: (its comparison tables, how many numbers its prose quotes)
 PAGES = {
     "data-parallel": (["data parallel"], 3),
-    "fsdp": (["FSDP, explicit gather | FSDP"], 6),
+    "fsdp": (["FSDP, explicit gather | FSDP"], 7),
     "tensor-parallel": (["tensor parallel"], 3),
     "two-d": (["2-D"], 2),
     "pipeline": (["pipeline"], 2),
@@ -137,6 +137,78 @@ def test_fsdp_claims():
     )
 
 
+FIXTURE = ROOT / "tests" / "docs_build" / "fixtures" / "tpu_v5e_2x4_fsdp_step.hlo"
+
+
+def forms(target: str, strategy: str) -> list[tuple[str, str]]:
+    return [
+        (c["kind"], c["form"]) for c in pages.program(target, strategy)["collectives"]
+    ]
+
+
+def test_fsdp_claims_about_overlap():
+    """The page: on v5e:2x4 one of the two kernel gathers of each FSDP step is
+    asynchronous, inside the fused op of the first layer's product (the choosing page's
+    step, whose program the fixture keeps); data parallelism's all-reduce is one
+    synchronous op in every program."""
+    for strategy in ("FSDP", "FSDP, explicit gather"):
+        big = [
+            c["form"]
+            for c in pages.program("v5e:2x4", strategy)["collectives"]
+            if c["kind"] == "all-gather" and c["result_bytes"] > MIB
+        ]
+        assert sorted(big) == ["async-fusion", "sync"]
+    for target in ("cpu", *TPUS):
+        assert forms(target, "data parallel") == [("all-reduce", "sync")]
+    # In the stored program, the fusion that starts the async gather also runs a matmul
+    # whose result is the first layer's hidden activations, f32[32,4096].
+    text = FIXTURE.read_text()
+    body = text.split("%async_collective_fusion.31 ", 1)[1].split("\n}", 1)[0]
+    assert " all-gather(" in body
+    assert re.search(r"= f32\[32,4096\]\S* convolution\(", body)
+    said = " ".join((TRAINING / "fsdp.md").read_text().split())
+    assert "one of the two kernel gathers is asynchronous" in said
+    assert "is one synchronous operation after the backward pass" in said
+    assert "where data parallelism's all-reduce can overlap" not in said
+
+
+def test_fsdp_claims_about_memory_on_tpu():
+    """v5e's temporaries leave out buffers in memory space 1 (a whole f32 kernel
+    gradient there, far more than the figure); the peak is not the sum of the others."""
+    text = FIXTURE.read_text()
+    assert re.search(r"= f32\[4096,1024\]\{1,0:T\(8,128\)S\(1\)\} fusion\(", text)
+    whole_gradient = 4096 * 1024 * 4 / MIB
+    assert mib("v5e:2x4", "FSDP", "temp") < whole_gradient / 8
+    for strategy in ("FSDP", "FSDP, explicit gather"):
+        for target in TPUS:
+            m = pages.program(target, strategy)["memory"]
+            added = m["argument_bytes"] + m["output_bytes"] + m["temp_bytes"]
+            if target.startswith("v5e"):
+                assert m["peak_bytes"] > added
+            else:
+                assert m["peak_bytes"] < added
+        gradients = model().params * 4 / MIB
+        assert mib("v5p:2x2x2", strategy, "temp") == pytest.approx(gradients, rel=0.1)
+    said = " ".join((TRAINING / "fsdp.md").read_text().split())
+    assert (
+        "above arguments, outputs and temporaries together for these steps on v5e"
+        in said
+    )
+
+
+def test_the_bfloat16_gathers_come_from_the_default_precision():
+    """Nothing in the build asks for another matmul precision than JAX's default."""
+    import jax
+
+    assert jax.config.jax_default_matmul_precision is None
+    for source in (ROOT / "docs_build" / "tpu").glob("*.py"):
+        assert "precision" not in source.read_text(), source
+    for page in ("fsdp", "scaling", "choosing"):
+        said = " ".join((TRAINING / f"{page}.md").read_text().split())
+        assert "default matmul precision" in said, page
+        assert "the type the" not in said, page
+
+
 def test_tensor_parallel_claims():
     for target in ("cpu", *TPUS):
         assert kinds(target, "tensor parallel") == {"all-reduce": 1}
@@ -151,6 +223,21 @@ def test_tensor_parallel_claims():
     assert model().batch_bytes / MIB > 0.5 * large
 
 
+def test_tpu_programs_split_collectives_into_pairs_and_cpu_programs_do_not():
+    """two-d: on the CPU every collective is one instruction; the TPU programs the site
+    compiles split some into a start and a done or wrap them in fusions."""
+    programs = pages.results()["programs"] + pages.results()["advanced"]["programs"]
+    forms = {}
+    for p in programs:
+        platform = "cpu" if p["target"] == "cpu" else "tpu"
+        forms.setdefault(platform, set()).update(c["form"] for c in p["collectives"])
+    assert forms["cpu"] == {"sync"}
+    assert {"async", "async-fusion"} <= forms["tpu"]
+    said = " ".join((TRAINING / "two-d.md").read_text().split())
+    assert "GPU and TPU programs often split" not in said
+    assert "split some collectives into a `-start` and a `-done` instruction" in said
+
+
 def test_two_d_claims():
     for target in ("cpu", *TPUS):
         assert kinds(target, "2-D") == {"all-reduce": 2}
@@ -158,6 +245,31 @@ def test_two_d_claims():
     assert max(states) < 1.05 * min(states)
     wires = [mib(t, "2-D", "wire") for t in ("v5e:2x4", "v5e:8x8", "v5e:16x16")]
     assert wires == sorted(wires) and wires[0] < wires[-1]
+
+
+def test_the_fast_links_on_tpu_are_the_slice():
+    """two-d and choosing: on TPUs the fast domain is the slice, whose chips span
+    several hosts (a v5e host has 8 chips); within one slice of 64 or 256 chips every
+    collective runs over the inter-chip links, with groups up to the whole slice."""
+    for target in ("v5e:8x8", "v5e:16x16"):
+        devices = pages.results()["targets"][target]["devices"]
+        assert devices > 8
+        for strategy in ("data parallel", "2-D"):
+            collectives = pages.program(target, strategy)["collectives"]
+            assert {c["network"] for c in collectives} == {
+                None
+            }  # no DCN inside a slice
+        groups = [
+            c["group_size"]
+            for c in pages.program(target, "data parallel")["collectives"]
+        ]
+        assert max(groups) == devices
+    for page in ("two-d", "choosing"):
+        said = " ".join((TRAINING / f"{page}.md").read_text().split())
+        phrase = (
+            "on TPUs, the chips of one slice, whose inter-chip links span several hosts"
+        )
+        assert phrase in said, page
 
 
 def test_pipeline_claims():

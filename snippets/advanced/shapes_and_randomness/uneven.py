@@ -182,8 +182,10 @@ def split_padded(mesh: Mesh, batch: np.ndarray, weights: np.ndarray):
 # --8<-- [start:masked-loss]
 def masked_mean_loss(w, x, targets, mask):
     """Mean squared error over the rows where `mask` is True."""
+    real = mask[:, None]
+    x, targets = jnp.where(real, x, 0.0), jnp.where(real, targets, 0.0)  # (1)!
     per_row = jnp.mean((forward(x, w) - targets) ** 2, axis=-1)
-    return jnp.sum(jnp.where(mask, per_row, 0.0)) / jnp.sum(mask)  # (1)!
+    return jnp.sum(jnp.where(mask, per_row, 0.0)) / jnp.sum(mask)  # (2)!
 
 
 # --8<-- [end:masked-loss]

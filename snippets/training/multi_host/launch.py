@@ -68,7 +68,7 @@ def worker_command(i: int, num_processes: int, port: int, tmp: Path) -> list:
         "--process-id": i,
         "--num-processes": num_processes,
         "--port": port,
-        "--data": tmp / "data.npz",
+        "--data": tmp,
         "--out": tmp / f"result-{i}.npz",
     }
     words = [str(w) for option in options.items() for w in option]
@@ -87,7 +87,8 @@ def launch(
     with tempfile.TemporaryDirectory() as tmp:
         tmp, port = Path(tmp), free_port()
         x, y = dataset(steps, batch)
-        np.savez(tmp / "data.npz", x=x, y=y)  # (2)!
+        np.save(tmp / "x.npy", x)  # (2)!
+        np.save(tmp / "y.npy", y)
         logs = [tmp / f"process-{i}.log" for i in range(num_processes)]
         procs = []
         for i, log in enumerate(logs):

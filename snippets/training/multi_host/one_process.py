@@ -6,13 +6,15 @@ Run `python -m snippets.training.multi_host.one_process` to print what the page 
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import AxisType, Mesh
+from jax.sharding import Mesh
 
 # On the page, these are defined by earlier blocks.
 from snippets.models import train_reference
 from snippets.training.multi_host.worker import (
+    data_mesh,
     dataset,
     global_batch,
+    my_rows,
     named_weights,
     train,
 )
@@ -28,19 +30,23 @@ def process_view() -> None:
 
 def batch_here() -> tuple[Mesh, np.ndarray, np.ndarray]:
     # --8<-- [start:global-batch-here]
-    mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Explicit,))
-    x, y = dataset(steps=5, batch=64)
-    print("the data set:", x.shape, y.shape)
-    x0, y0 = global_batch(mesh, x[0], y[0])
+    mesh = data_mesh()
+    rows = my_rows(mesh, batch=64)
+    x, y = dataset(steps=5, batch=64, rows=rows)
+    print("this process's rows:", rows)
+    print("what it loaded:", x.shape, y.shape)
+    x0, y0 = global_batch(mesh, x[0], y[0], batch=64)
     print("one global batch:", jax.typeof(x0), jax.typeof(y0))
     print("rows per device:", {s.data.shape[0] for s in x0.addressable_shards})
     # --8<-- [end:global-batch-here]
     return mesh, x, y
 
 
-def train_here(x: np.ndarray, y: np.ndarray) -> tuple[list, dict, list, nnx.Module]:
+def train_here(
+    mesh: Mesh, x: np.ndarray, y: np.ndarray
+) -> tuple[list, dict, list, nnx.Module]:
     # --8<-- [start:train-here]
-    losses, weights = train(x, y)
+    losses, weights = train(mesh, x, y, batch=64)
     ref_losses, ref_model = train_reference(steps=5, batch=64)
     print("losses:           ", np.round(losses, 3))
     print("train_reference:  ", np.round(ref_losses, 3))
@@ -51,10 +57,10 @@ def train_here(x: np.ndarray, y: np.ndarray) -> tuple[list, dict, list, nnx.Modu
     return losses, weights, ref_losses, ref_model
 
 
-def bad_batch(mesh: Mesh, x: np.ndarray, y: np.ndarray) -> None:
+def bad_batch(mesh: Mesh) -> None:
     # --8<-- [start:bad-batch]
     try:
-        global_batch(mesh, x[0, :60], y[0, :60])
+        my_rows(mesh, batch=60)
     except ValueError as err:
         print(f"ValueError: {err}")
     # --8<-- [end:bad-batch]
@@ -63,8 +69,8 @@ def bad_batch(mesh: Mesh, x: np.ndarray, y: np.ndarray) -> None:
 def main() -> None:
     process_view()
     mesh, x, y = batch_here()
-    train_here(x, y)
-    bad_batch(mesh, x, y)
+    train_here(mesh, x, y)
+    bad_batch(mesh)
 
 
 if __name__ == "__main__":

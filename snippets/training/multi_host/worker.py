@@ -40,60 +40,78 @@ def start_process(process_id: int, num_processes: int, port: int) -> None:
 # --8<-- [end:start-process]
 
 
-# --8<-- [start:global-batch]
-def global_batch(mesh, x: np.ndarray, y: np.ndarray):
-    """One global batch over mesh axis "data", from this process's rows."""
+# --8<-- [start:my-rows]
+def data_mesh():
+    """One axis, "data", over every device of every process."""
+    return jax.make_mesh(
+        (jax.device_count(),), ("data",), axis_types=(AxisType.Explicit,)
+    )  # (1)!
+
+
+def my_rows(mesh, batch: int) -> slice:
+    """The rows of a global batch of `batch` rows that this process's devices hold,
+    split over mesh axis "data"."""
     n = mesh.size
-    if len(x) % n:
+    if batch % n:
         raise ValueError(
-            f"a batch of {len(x)} rows cannot be split over the {n} devices of "
+            f"a batch of {batch} rows cannot be split over the {n} devices of "
             f"mesh axis 'data': use a batch that is a multiple of {n}."
         )
     sharding = NamedSharding(mesh, P("data"))
-    # The rows this process's devices hold, read from the sharding: where a process's
-    # devices sit along "data" is the mesh's choice, not a rule of process_index.
-    held = sharding.addressable_devices_indices_map(x.shape).values()
+    # Where a process's devices sit along "data" is the mesh's choice, not a rule of
+    # process_index: ask the sharding.
+    held = sharding.addressable_devices_indices_map((batch,)).values()
     mine = slice(min(i[0].start for i in held), max(i[0].stop for i in held))
-    if mine.stop - mine.start != len(x) * len(held) // n:
+    if mine.stop - mine.start != batch * len(held) // n:
         raise ValueError(
             "this process's devices hold rows that are not next to each other; "
             "order the mesh's devices by process (jax.make_mesh(..., devices=...))."
         )
+    return mine
+
+
+# --8<-- [end:my-rows]
+
+
+# --8<-- [start:dataset]
+def dataset(steps: int, batch: int, path: str | None = None, rows=slice(None)):
+    """This process's `rows` of every batch, as two NumPy arrays (steps, rows,
+    features): read from the .npy files in `path`, or made with models.batches."""
+    if path is None:  # made whole, the same on every process
+        x, y = (np.stack(a) for a in zip(*batches(steps, batch), strict=True))
+    else:
+        x = np.load(f"{path}/x.npy", mmap_mode="r")  # (1)!
+        y = np.load(f"{path}/y.npy", mmap_mode="r")
+    return np.array(x[:, rows]), np.array(y[:, rows])  # copies of these rows only
+
+
+# --8<-- [end:dataset]
+
+
+# --8<-- [start:global-batch]
+def global_batch(mesh, x: np.ndarray, y: np.ndarray, batch: int):
+    """One global batch of `batch` rows over mesh axis "data", from this process's
+    rows `x` and `y` only."""
+    sharding = NamedSharding(mesh, P("data"))
     return tuple(  # (1)!
-        jax.make_array_from_process_local_data(sharding, a[mine], a.shape)
-        for a in (np.asarray(x), np.asarray(y))
+        jax.make_array_from_process_local_data(sharding, a, (batch, *a.shape[1:]))
+        for a in (x, y)
     )
 
 
 # --8<-- [end:global-batch]
 
 
-# --8<-- [start:dataset]
-def dataset(steps: int, batch: int, path: str | None = None):
-    """All the batches as two NumPy arrays, (steps, batch, features): read from
-    `path`, or made with models.batches (the same on every process)."""
-    if path is None:
-        x, y = zip(*batches(steps, batch), strict=True)
-        return np.stack(x), np.stack(y)
-    with np.load(path) as data:
-        return data["x"], data["y"]
-
-
-# --8<-- [end:dataset]
-
-
 # --8<-- [start:train]
-def train(x: np.ndarray, y: np.ndarray, seed: int = 0):
-    """Data-parallel training on every device of every process, one step per
-    batch of (x, y); returns the losses and the final weights, by name."""
-    mesh = jax.make_mesh(
-        (jax.device_count(),), ("data",), axis_types=(AxisType.Explicit,)
-    )  # (1)!
-    model = MLP(D_IN, D_HIDDEN, D_OUT, rngs=nnx.Rngs(seed))  # (2)!
+def train(mesh, x: np.ndarray, y: np.ndarray, batch: int, seed: int = 0):
+    """Data-parallel training on `mesh`, one step per global batch of `batch` rows,
+    of which this process supplies `x` and `y`: (steps, its rows, features).
+    Returns the losses and the final weights, by name."""
+    model = MLP(D_IN, D_HIDDEN, D_OUT, rngs=nnx.Rngs(seed))  # (1)!
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
     everywhere = NamedSharding(mesh, P())
 
-    def replicate(a):  # (3)!
+    def replicate(a):  # (2)!
         return jax.make_array_from_process_local_data(everywhere, np.asarray(a))
 
     state = jax.tree.map(replicate, nnx.state((model, optimizer)))
@@ -101,8 +119,8 @@ def train(x: np.ndarray, y: np.ndarray, seed: int = 0):
     step = nnx.jit(train_step)
     losses = []
     for x_step, y_step in zip(x, y, strict=True):
-        batch = global_batch(mesh, x_step, y_step)  # (4)!
-        losses.append(float(step(model, optimizer, *batch)))  # (5)!
+        global_x, global_y = global_batch(mesh, x_step, y_step, batch)  # (3)!
+        losses.append(float(step(model, optimizer, global_x, global_y)))  # (4)!
     return losses, named_weights(model)
 
 
@@ -125,23 +143,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num-processes", type=int, default=2)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--out", required=True, help="file for the results")
-    parser.add_argument("--data", help=".npz with x and y (default: make them)")
+    parser.add_argument("--data", help="folder of x.npy and y.npy (default: make them)")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args(argv)
     if not 0 <= args.process_id < args.num_processes:
         parser.error(f"--process-id must be in 0..{args.num_processes - 1}")
     start_process(args.process_id, args.num_processes, args.port)
-    losses, weights = train(*dataset(args.steps, args.batch, args.data))
+    mesh = data_mesh()
+    rows = my_rows(mesh, args.batch)
+    x, y = dataset(args.steps, args.batch, args.data, rows)
+    losses, weights = train(mesh, x, y, args.batch)
     local = [d.id for d in jax.local_devices()]
     print(
         f"process {jax.process_index()} of {jax.process_count()}:",
         f"devices {local} of {jax.device_count()},",
+        f"rows {rows.start}:{rows.stop} of {args.batch}, loaded {x.shape},",
         "losses",
         [round(v, 3) for v in losses],
         flush=True,
     )
-    np.savez(args.out, losses=np.asarray(losses), **weights)
+    np.savez(args.out, losses=np.asarray(losses), loaded=np.asarray(x.shape), **weights)
 
 
 # --8<-- [end:main]

@@ -57,6 +57,35 @@ def with_mesh(mesh: Mesh) -> AnnotatedMLP:
     return annotated
 
 
+def made_whole(mesh: Mesh) -> nnx.Linear:
+    # --8<-- [start:made-whole]
+    def reporting(init):
+        """`init`, printing where the array it returns lives."""
+
+        def made(key, shape, dtype):
+            value = init(key, shape, dtype)
+            held = {s.data.shape for s in value.addressable_shards}
+            n = len(value.devices())
+            print(f"initializer made {value.shape}; its {n} devices each hold {held}")
+            return value
+
+        return made
+
+    kernel_init = reporting(nnx.initializers.lecun_normal())
+    with jax.set_mesh(mesh):
+        layer = nnx.Linear(
+            D_IN,
+            D_HIDDEN,
+            kernel_init=nnx.with_partitioning(kernel_init, (None, "model")),
+            rngs=nnx.Rngs(0),
+        )
+    kernel = layer.kernel[...]
+    block = kernel.addressable_shards[0].data.shape
+    print(f"then Flax lays it out as {kernel.sharding.spec}: device 0 keeps {block}")
+    # --8<-- [end:made-whole]
+    return layer
+
+
 def partition_specs(annotated: AnnotatedMLP, model: MLP) -> None:
     # --8<-- [start:partition-specs]
     from_annotations = nnx.get_partition_spec(nnx.state(annotated))  # (1)!
@@ -85,6 +114,7 @@ def main() -> None:
     model = path_rules.sharded_model(mesh)
     without_mesh()
     annotated = with_mesh(mesh)
+    made_whole(mesh)
     partition_specs(annotated, model)
 
 

@@ -48,6 +48,11 @@ def test_the_partitioner_adds_the_model_all_reduce_and_yours_runs_over_data(
         ("all-reduce", "(f32[], f32[8,8])", ("data",), "your code"),
     ]
     assert count_collectives(step.lower(x, w).compile()) == {"all-reduce": 2}
+    # no all-gather: in this CPU program no device held all of w, as the page says
+    said = " ".join(PAGE.read_text().split())
+    assert (
+        "in the program compiled for the CPU backend no device held all of `w`" in said
+    )
     assert capsys.readouterr().out.splitlines() == [
         "all-reduce f32[]                  over ('model',)   from partitioner",
         "all-reduce (f32[], f32[8,8])      over ('data',)    from your code",

@@ -53,6 +53,25 @@ def test_device_ops_name_the_program_and_the_device(forward):
     assert {threads[e["tid"]].split("/")[0] for e in ops} == {"tf_XLAExecute"}
 
 
+def test_the_page_says_which_events_it_relies_on_and_where_they_were_seen(forward):
+    """The reader goes by names the CPU backend writes; the page says so, and says the
+    shares of a step, made on threads that share the cores, do not carry over."""
+    (_, events, _), _ = forward
+    names = {e.get("name") for e in events}
+    assert "Rendezvous" in names
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert (
+        "These names are what the CPU backend writes, and the code relies on them"
+        in text
+    )
+    assert "what share of the step they take" not in text
+    assert "neither do the shares of a step they add up to" in text
+    index = PAGE.with_name("index.md").read_text(encoding="utf-8")
+    assert "see why eight virtual CPU devices can lose to one" in " ".join(
+        index.split()
+    )
+
+
 def test_one_step_has_eight_lanes_running_the_compiled_instructions(forward, split):
     (_, _, spans), _ = forward
     assert sorted({s.device for s in spans}) == list(range(8))

@@ -247,3 +247,43 @@ def test_where_drops_a_nan_in_the_padding_where_a_product_would_not(data):
     per_row = jnp.mean((uneven.forward(padded, weights) - padded_targets) ** 2, axis=-1)
     assert np.isnan(jnp.sum(per_row * mask.astype(np.float32)))
     assert "`nan * 0` is `nan`" in prose()
+
+
+def test_the_masked_gradient_has_no_nan_whatever_the_padding_holds(data):
+    """The second `where` on the inputs: with nan or inf in the padded rows, the
+    gradient is still that of the ten real rows."""
+    batch, targets, weights = data
+    padded, mask = uneven.pad_rows(batch, 8)
+    padded_targets, _ = uneven.pad_rows(targets, 8)
+    one_device = jax.grad(lambda w: jnp.mean((jnp.tanh(batch @ w) - targets) ** 2))
+    for bad in (np.nan, np.inf):
+        x, t = padded.copy(), padded_targets.copy()
+        x[10:], t[10:] = bad, bad
+        grad = jax.grad(uneven.masked_mean_loss)(weights, x, t, mask)
+        assert not np.isnan(grad).any()
+        np.testing.assert_allclose(grad, one_device(weights), rtol=1e-5, atol=1e-7)
+
+    # One where around the losses alone keeps the value but not the gradient.
+    def one_where(w, x, targets, mask):
+        per_row = jnp.mean((uneven.forward(x, w) - targets) ** 2, axis=-1)
+        return jnp.sum(jnp.where(mask, per_row, 0.0)) / jnp.sum(mask)
+
+    padded_targets[10:] = np.nan
+    assert np.isnan(jax.grad(one_where)(weights, padded, padded_targets, mask)).any()
+    assert "keeps their value out of the sum, but not their gradient" in prose()
+
+
+def test_one_where_leaves_a_nan_gradient_for_a_log_of_zero_and_two_do_not():
+    """The page's example: a log of zero in a dropped branch."""
+    keep, p = jnp.array([True, False]), jnp.array([0.5, 0.0])
+
+    def one_where(p):
+        return jnp.where(keep, -jnp.log(p), 0.0).sum()
+
+    def two_wheres(p):
+        return jnp.where(keep, -jnp.log(jnp.where(keep, p, 1.0)), 0.0).sum()
+
+    assert one_where(p) == two_wheres(p)
+    assert np.isnan(jax.grad(one_where)(p)).tolist() == [False, True]
+    assert jax.grad(two_wheres)(p).tolist() == [-2.0, 0.0]
+    assert "for a log of zero, say, that is `0 * inf`, `nan`" in prose()

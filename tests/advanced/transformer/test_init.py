@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -10,6 +11,8 @@ from jax.sharding import AxisType
 from snippets.advanced.transformer import init
 from snippets.advanced.transformer.model import Config, Transformer, mesh_axes
 from snippets.hlo import count_collectives
+
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "transformer.md"
 
 # The rules' layout of every parameter on the 2 x 2 x 2 mesh: spec, and one device's block.
 EXPECTED = {
@@ -112,6 +115,25 @@ def test_the_printed_table_lists_every_parameter(made):
         for name, (spec, shape, block) in EXPECTED.items()
     ]
     assert rows[1:] == expected
+
+
+def test_on_explicit_axes_the_same_init_draws_every_array_whole(cfg, sharded):
+    """The page: compiled on Explicit axes, init's temporaries are more than three times
+    the parameters (Flax's layout is a reshard of finished arrays there), which is why the
+    Explicit section creates the state on Auto axes and moves it."""
+    mesh_x = init.build_mesh(kind=AxisType.Explicit)
+    sharded_x = init.sharded_init(cfg, mesh_x)
+    with jax.set_mesh(mesh_x):
+        compiled = sharded_x.init.lower().compile()
+    params = jax.tree.leaves(nnx.filter_state(sharded.abstract, nnx.Param))
+    whole = sum(p.size * p.dtype.itemsize for p in params)
+    assert compiled.memory_analysis().temp_size_in_bytes > 3 * whole
+    text = " ".join(PAGE.read_text().split())
+    assert "with temporaries more than three times the parameters" in text
+    assert (
+        "In the program that `init` compiles to for the CPU backend on these `Auto` axes"
+        in text
+    )
 
 
 def test_init_never_holds_the_whole_model_on_one_device(sharded):

@@ -32,7 +32,9 @@ def test_the_sizes_the_prose_names(prose, cfg, mesh, state):
 
 def test_the_versions_and_number_formats_the_prose_names(prose):
     assert flax.__version__.startswith("0.12")
-    assert "Flax 0.12 places an annotated variable" in prose
+    assert (
+        "Flax 0.12 lays out what an annotated variable's initializer returns" in prose
+    )
     bf16 = jnp.finfo(jnp.bfloat16)
     assert bf16.nmant + 1 == 8 and "with its 8 significant bits" in prose
     assert float(bf16.eps) / 2 == 2**-8

@@ -1,14 +1,19 @@
+from pathlib import Path
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
 from jax import P
 
+from docs_build import hlo
 from snippets.hlo import count_collectives
 from snippets.training.fsdp import step
 from snippets.training.two_d.communication import collective_bytes
 from tests.training.fsdp.printed import quietly
 
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "training" / "fsdp.md"
 P_BYTES = 21024
 # The tolerance the page states: parameters after five Adam steps within 1e-5.
 ATOL = 1e-5
@@ -136,3 +141,87 @@ def test_fsdp_keeps_less_but_holds_the_whole_model_during_the_step(
         lines[0]
         == f"FSDP           arguments {fsdp_args:>7,}  temporary {fsdp_temp:>7,}"
     )
+
+
+def test_the_gradient_of_the_constraint_asks_for_the_whole_gradient(data_mesh):
+    """The page's warning: the transpose of a sharding constraint to P() is the same
+    constraint on the gradient, so the summed gradient is asked for whole everywhere."""
+    everywhere = jax.sharding.NamedSharding(data_mesh, P())
+
+    def gather(p):
+        return jax.lax.with_sharding_constraint(p, everywhere)
+
+    p = np.ones((32, 128), np.float32)
+    jaxpr = jax.make_jaxpr(lambda p, ct: jax.vjp(gather, p)[1](ct))(p, p).jaxpr
+    constraints = [e for e in jaxpr.eqns if e.primitive.name == "sharding_constraint"]
+    assert len(constraints) == 2  # the forward gather, and the same on the gradient
+    assert all(e.params["sharding"].spec == P() for e in constraints)
+    assert constraints[1].invars[0] is jaxpr.invars[1]  # applied to the cotangent
+    text = " ".join(PAGE.read_text().split())
+    assert (
+        "the gradient of a sharding constraint is the same constraint on the gradient"
+        in text
+    )
+    assert "depends on the program and the compiler version" not in text
+
+
+def test_a_gather_written_with_shard_map_sums_the_gradient_with_a_reduce_scatter(
+    data_mesh,
+):
+    """The page's way out: all_gather inside shard_map, whose gradient is psum_scatter;
+    even the CPU program then holds a reduce-scatter, of one device's share."""
+
+    def loss(w_block, x_block):
+        w = jax.lax.all_gather(w_block, "data", axis=1, tiled=True)
+        return jax.lax.psum(jnp.sum(jnp.tanh(x_block @ w)), "data")
+
+    grad = jax.jit(
+        jax.shard_map(
+            jax.grad(loss),
+            mesh=data_mesh,
+            in_specs=(P(None, "data"), P("data")),
+            out_specs=P(None, "data"),
+        )
+    )
+    w = np.random.default_rng(0).normal(size=(32, 128)).astype(np.float32)
+    x = np.random.default_rng(1).normal(size=(64, 32)).astype(np.float32)
+    compiled = grad.lower(w, x).compile()
+    assert count_collectives(compiled) == {"all-gather": 1, "reduce-scatter": 1}
+    scattered = [
+        c
+        for c in hlo.read(compiled.as_text()).collectives
+        if c.kind == "reduce-scatter"
+    ]
+    assert [c.result_bytes for c in scattered] == [32 * 16 * 4]  # one device's share
+    expected = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+    np.testing.assert_allclose(grad(w, x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_custom_vjp_gather_still_all_reduces_on_the_cpu(data_mesh):
+    """The page: with the gradient constrained back to the parameter's layout in a
+    custom_vjp, the CPU program still sums it with an all-reduce (it emits no
+    reduce-scatter when partitioning); the values are right."""
+    home = jax.sharding.NamedSharding(data_mesh, P(None, "data"))
+    everywhere = jax.sharding.NamedSharding(data_mesh, P())
+
+    @jax.custom_vjp
+    def gather(w):
+        return jax.lax.with_sharding_constraint(w, everywhere)
+
+    def forward(w):
+        return gather(w), None
+
+    def backward(_, g):
+        return (jax.lax.with_sharding_constraint(g, home),)
+
+    gather.defvjp(forward, backward)
+    rows = jax.sharding.NamedSharding(data_mesh, P("data"))
+    w = jax.device_put(np.random.default_rng(0).normal(size=(32, 128)), home)
+    x = jax.device_put(np.random.default_rng(1).normal(size=(64, 32)), rows)
+    grad = jax.jit(jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ gather(w)))))
+    compiled = grad.lower(w, x).compile()
+    found = count_collectives(compiled)
+    assert "reduce-scatter" not in found and found.get("all-reduce", 0) >= 1
+    expected = jax.grad(lambda w: jnp.sum(jnp.tanh(np.asarray(x) @ w)))(np.asarray(w))
+    np.testing.assert_allclose(grad(w, x), expected, rtol=1e-5, atol=1e-5)
+    assert grad(w, x).sharding.spec == P(None, "data")

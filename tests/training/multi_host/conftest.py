@@ -18,5 +18,5 @@ def single_run(data):
     (losses, weights, reference losses, reference model), and what it printed."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        result = one_process.train_here(*data)
+        result = one_process.train_here(worker.data_mesh(), *data)
     return result, out.getvalue()

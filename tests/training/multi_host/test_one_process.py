@@ -19,7 +19,8 @@ def test_the_global_batch_block(capsys, data):
     assert dict(mesh.shape) == {"data": 8}
     np.testing.assert_array_equal(x, data[0])
     assert capsys.readouterr().out.splitlines() == [
-        "the data set: (5, 64, 32) (5, 64, 8)",
+        "this process's rows: slice(0, 64, None)",
+        "what it loaded: (5, 64, 32) (5, 64, 8)",
         "one global batch: float32[64@data,32] float32[64@data,8]",
         "rows per device: {8}",
     ]
@@ -37,7 +38,7 @@ def test_the_training_block_prints_matching_losses(single_run):
 def test_the_bad_batch_block(capsys, data):
 
     mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Explicit,))
-    one_process.bad_batch(mesh, *data)
+    one_process.bad_batch(mesh)
     assert capsys.readouterr().out == (
         "ValueError: a batch of 60 rows cannot be split over the 8 devices of mesh "
         "axis 'data': use a batch that is a multiple of 8.\n"

@@ -18,10 +18,20 @@ def test_each_process_drove_four_of_eight_devices(results):
         next(line for line in r["log"].splitlines() if line.startswith("process"))
         for r in results
     ]
-    assert lines[0].startswith("process 0 of 2: devices [0, 1, 2, 3] of 8, losses")
-    assert lines[1].startswith(
-        "process 1 of 2: devices [2048, 2049, 2050, 2051] of 8, losses"
+    assert lines[0].startswith(
+        "process 0 of 2: devices [0, 1, 2, 3] of 8, rows 0:32 of 64, "
+        "loaded (5, 32, 32), losses"
     )
+    assert lines[1].startswith(
+        "process 1 of 2: devices [2048, 2049, 2050, 2051] of 8, rows 32:64 of 64, "
+        "loaded (5, 32, 32), losses"
+    )
+
+
+def test_each_process_loaded_only_its_own_rows(results):
+    """No process holds the whole batch: each loaded 32 of the 64 rows of every batch."""
+    for result in results:
+        assert result["loaded"].tolist() == [5, 32, 32]
 
 
 def test_both_processes_hold_the_same_result(results):

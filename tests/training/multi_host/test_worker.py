@@ -22,17 +22,34 @@ def test_dataset_stacks_the_models_batches(data):
         np.testing.assert_array_equal(y[step], yb)
 
 
-def test_dataset_reads_the_same_arrays_from_a_file(data, tmp_path):
+def test_dataset_reads_the_same_arrays_from_files(data, tmp_path):
     x, y = data
-    np.savez(tmp_path / "data.npz", x=x, y=y)
-    x2, y2 = worker.dataset(5, 64, str(tmp_path / "data.npz"))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    x2, y2 = worker.dataset(5, 64, str(tmp_path))
     np.testing.assert_array_equal(x2, x)
     np.testing.assert_array_equal(y2, y)
 
 
+def test_dataset_holds_only_the_rows_asked_for(data, tmp_path):
+    """A process's arrays are its rows of every batch, copied out of the mapped files:
+    nothing of the other rows stays referenced."""
+    x, y = data
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    for path in (str(tmp_path), None):
+        x2, y2 = worker.dataset(5, 64, path, rows=slice(32, 64))
+        assert x2.shape == (5, 32, 32) and y2.shape == (5, 32, 8)
+        np.testing.assert_array_equal(x2, x[:, 32:])
+        np.testing.assert_array_equal(y2, y[:, 32:])
+        assert x2.base is None or x2.base.shape == x2.shape  # its own memory
+        assert not isinstance(x2, np.memmap) and not isinstance(y2, np.memmap)
+
+
 def test_one_process_supplies_the_whole_global_batch(data, data_mesh):
     x, y = data
-    xg, yg = worker.global_batch(data_mesh, x[0], y[0])
+    assert worker.my_rows(data_mesh, 64) == slice(0, 64)
+    xg, yg = worker.global_batch(data_mesh, x[0], y[0], 64)
     assert xg.shape == (64, 32) and yg.shape == (64, 8)
     assert xg.sharding == NamedSharding(data_mesh, P("data"))
     assert [s.data.shape for s in xg.addressable_shards] == [(8, 32)] * 8
@@ -43,10 +60,9 @@ def test_one_process_supplies_the_whole_global_batch(data, data_mesh):
     np.testing.assert_array_equal(yg, y[0])
 
 
-def test_a_batch_the_devices_cannot_share_is_refused(data, data_mesh):
-    x, y = data
+def test_a_batch_the_devices_cannot_share_is_refused(data_mesh):
     with pytest.raises(ValueError) as err:
-        worker.global_batch(data_mesh, x[0, :60], y[0, :60])
+        worker.my_rows(data_mesh, 60)
     assert str(err.value) == (
         "a batch of 60 rows cannot be split over the 8 devices of mesh axis 'data': "
         "use a batch that is a multiple of 8."
@@ -92,25 +108,28 @@ def as_if_this_process_held(monkeypatch, device_ids):
 
 
 def test_a_process_loads_the_rows_its_devices_hold_wherever_they_sit(data, monkeypatch):
-    x, y = data
+    x, _ = data
     # Devices 4 to 7 first along "data": a process holding them holds rows 0 to 31.
     order = [jax.devices()[i] for i in (4, 5, 6, 7, 0, 1, 2, 3)]
     mesh = jax.make_mesh(
         (8,), ("data",), axis_types=(AxisType.Explicit,), devices=order
     )
     captured = as_if_this_process_held(monkeypatch, {4, 5, 6, 7})
-    worker.global_batch(mesh, x[0], y[0])
+    rows = worker.my_rows(mesh, 64)
+    assert rows == slice(0, 32)
+    mine, _ = worker.dataset(5, 64, rows=rows)
+    worker.global_batch(mesh, mine[0], mine[0], 64)
     np.testing.assert_array_equal(captured[0], x[0][:32])
+    assert captured[0].shape == (32, 32)  # its rows only, not the whole batch
 
 
 def test_a_process_whose_rows_are_not_together_is_told_what_to_change(
-    data, monkeypatch
+    monkeypatch,
 ):
-    x, y = data
     order = [jax.devices()[i] for i in (0, 4, 1, 5, 2, 6, 3, 7)]
     mesh = jax.make_mesh(
         (8,), ("data",), axis_types=(AxisType.Explicit,), devices=order
     )
     as_if_this_process_held(monkeypatch, {0, 1, 2, 3})
     with pytest.raises(ValueError, match="rows that are not next to each other"):
-        worker.global_batch(mesh, x[0], y[0])
+        worker.my_rows(mesh, 64)

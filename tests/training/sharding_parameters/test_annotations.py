@@ -1,12 +1,24 @@
+from pathlib import Path
+
 import jax
 import numpy as np
 from flax import nnx
 from jax import P
+from jax.sharding import AxisType
 
 from snippets import models
+from snippets.hlo import count_collectives
 from snippets.training.sharding_parameters import annotations
 
 from .test_path_rules import table_rows
+
+PAGE = (
+    Path(__file__).resolve().parents[3] / "docs" / "training" / "sharding-parameters.md"
+)
+
+
+def prose() -> str:
+    return " ".join(PAGE.read_text().split())
 
 
 def test_without_a_mesh_the_annotated_model_cannot_be_created(capsys):
@@ -60,3 +72,53 @@ def test_with_partitioning_can_take_the_mesh_instead_of_a_context(run):
     )
     layer = nnx.Linear(models.D_IN, models.D_HIDDEN, kernel_init=init, rngs=nnx.Rngs(0))
     assert layer.kernel[...].sharding.spec == P(None, "model")
+
+
+def test_eagerly_the_initializer_makes_the_whole_array_on_every_device(run, capsys):
+    """The page: Flax lays out what the initializer returns, which eagerly is the whole
+    array on every device of the mesh."""
+    layer = annotations.made_whole(run.mesh)
+    assert capsys.readouterr().out.splitlines() == [
+        "initializer made (32, 128); its 8 devices each hold {(32, 128)}",
+        "then Flax lays it out as P(None, 'model'): device 0 keeps (32, 32)",
+    ]
+    assert layer.kernel[...].sharding.spec == P(None, "model")
+    assert 'is not "never whole"' in prose()
+
+
+def compiled_creation(kind):
+    """An annotated 1,024 x 8,192 kernel, created in a jitted function on the page's
+    2 x 4 mesh with axes of `kind`: (its block per device, the whole, the program)."""
+    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(kind, kind))
+
+    def create():
+        init = nnx.with_partitioning(nnx.initializers.lecun_normal(), (None, "model"))
+        layer = nnx.Linear(
+            1024, 8192, use_bias=False, kernel_init=init, rngs=nnx.Rngs(0)
+        )
+        return nnx.state(layer)
+
+    with jax.set_mesh(mesh):
+        compiled = jax.jit(create).lower().compile()
+    whole = 1024 * 8192 * 4
+    return whole // 4, whole, compiled
+
+
+def test_compiled_on_auto_axes_each_device_draws_its_block():
+    block, whole, compiled = compiled_creation(AxisType.Auto)
+    memory = compiled.memory_analysis()
+    assert memory.output_size_in_bytes == block
+    assert count_collectives(compiled) == {}
+    # "temporaries of three times a device's block, less than the whole kernel"
+    assert 3 * block <= memory.temp_size_in_bytes < 3 * block + 4096
+    assert memory.temp_size_in_bytes < whole
+    assert "temporaries of three times a device's block, less than the whole" in prose()
+
+
+def test_compiled_on_explicit_axes_every_device_draws_the_whole_kernel():
+    block, whole, compiled = compiled_creation(AxisType.Explicit)
+    memory = compiled.memory_analysis()
+    assert memory.output_size_in_bytes == block
+    # "temporaries of four times the whole kernel"
+    assert 4 * whole <= memory.temp_size_in_bytes < 4 * whole + 4096
+    assert "temporaries of four times the whole kernel" in prose()
