@@ -33,7 +33,8 @@ def test_the_run_block_prints_shape_and_differences(capsys):
         " 8 shards of  2 rows",
         "16 shards of  1 rows",
     ]
-    assert all(float(line.split()[-1]) <= 1e-6 for line in lines[1:])
+    # a bound the code checks: the differences themselves change from CPU to CPU
+    assert all(line.endswith(": within 1e-06: True") for line in lines[1:])
 
 
 def test_float_arguments_are_cast_to_int(run):
