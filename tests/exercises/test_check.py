@@ -456,7 +456,7 @@ def test_a_vmap_inside_a_jit_that_the_cases_compiled_still_counts(grade):
                 with jax.set_mesh(mesh):
                     return create()
             """,
-            id="sharded_linear: created under nnx.jit, born sharded",
+            id="sharded_linear: created under nnx.jit",
         ),
         pytest.param(
             "sharded_linear",

@@ -191,7 +191,7 @@ def linear_problems(got, args, seen: Creations) -> Problems:
 
 EXERCISE = Exercise(
     name="sharded_linear",
-    title="An nnx.Linear born sharded (with_partitioning)",
+    title="An nnx.Linear laid out by its annotations (with_partitioning)",
     params=("d_in", "d_out", "mesh", "seed"),
     practises="training/sharding-parameters.md",
     solution="snippets/exercises/sharded_linear/solution.py:solution",

@@ -13,7 +13,7 @@ from jax.sharding import Mesh
 
 # --8<-- [start:solution]
 def sharded_linear(d_in: int, d_out: int, mesh: Mesh, seed: int) -> nnx.Linear:
-    """nnx.Linear(d_in, d_out) born sharded: kernel columns, bias over "model"."""
+    """nnx.Linear(d_in, d_out) laid out by its annotations: kernel columns, bias over "model"."""
     if "model" not in mesh.axis_names:
         raise ValueError(f"The mesh has axes {mesh.axis_names}: no 'model'.")
     n = mesh.shape["model"]

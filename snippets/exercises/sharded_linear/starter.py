@@ -1,4 +1,4 @@
-"""Exercise sharded_linear: an nnx.Linear whose parameters are born sharded.
+"""Exercise sharded_linear: an nnx.Linear whose parameters are laid out by their annotations.
 
 Check: python -m snippets.exercises.check sharded_linear my_solution.py
 """
