@@ -18,11 +18,11 @@ from jax.sharding import PartitionSpec as P
 
 from docs_build import hlo as reader
 from snippets.hlo import (
-    collectives,
     count_collectives,
-    device_groups,
-    nbytes,
     print_collectives,
+    read_collectives,
+    replica_groups,
+    shape_bytes,
 )
 from tests.docs_build.test_hlo import GPU_STYLE
 
@@ -46,7 +46,7 @@ def test_a_sharded_contraction_needs_one_all_reduce():
     b = jax.device_put(jnp.ones((16, 4)), NamedSharding(mesh, P("x", None)))
     compiled = jax.jit(jnp.matmul).lower(a, b).compile()
     assert count_collectives(compiled) == {"all-reduce": 1}
-    (c,) = collectives(compiled)
+    (c,) = read_collectives(compiled)
     # Each device's partial (8, 4) product, summed over all 8.
     assert (c.result, c.result_bytes, c.group_size) == ("f32[8,4]", 128, 8)
     assert c.groups == [list(range(8))] and c.wire_bytes == 2 * 7 / 8 * 128
@@ -62,7 +62,7 @@ def test_elementwise_work_needs_none(capsys):
 
 def test_a_program_on_one_device_has_none():
     compiled = jax.jit(lambda v: v + 1).lower(jnp.ones(3)).compile()
-    assert collectives(compiled) == []
+    assert read_collectives(compiled) == []
 
 
 def test_gathering_a_sharded_array_is_an_all_gather(capsys):
@@ -77,7 +77,7 @@ def test_gathering_a_sharded_array_is_an_all_gather(capsys):
     assert capsys.readouterr().out.splitlines() == [
         "collective          group  result bytes  sent (ring)  runs  result",
         "all-gather              8           128          112     1  f32[8,4]",
-        "bytes per device, sent by the ring model; runs per call (?: not printed)",
+        "bytes per device; sent: by the ring model; runs: per call, ?: unknown",
     ]
 
 
@@ -96,7 +96,7 @@ def test_a_collective_in_a_loop_is_printed_once_and_runs_per_iteration():
 
     compiled = mapped(f, auto_mesh(), P("x"), P("x"))
     assert count_collectives(compiled) == {"all-reduce": 1}
-    (c,) = collectives(compiled)
+    (c,) = read_collectives(compiled)
     assert c.runs == 4  # the scan's trip count, which CPU prints
 
 
@@ -108,7 +108,7 @@ def test_a_collective_in_a_branch_runs_an_unknown_number_of_times():
 
     compiled = mapped(f, auto_mesh(), P("x"), P("x"))
     assert " conditional(" in compiled.as_text()
-    (c,) = collectives(compiled)
+    (c,) = read_collectives(compiled)
     assert c.runs is None  # once, or not at all
 
 
@@ -125,7 +125,7 @@ def test_mesh_groups_are_the_devices_that_sum_together(axes):
     )
     compiled = fn.lower(jnp.zeros(8)).compile()
     assert "replica_groups=mesh[" in compiled.as_text()
-    (c,) = collectives(compiled)
+    (c,) = read_collectives(compiled)
     sums = np.asarray(fn(jnp.zeros(8)))
     assert sorted(p for group in c.groups for p in group) == list(range(8))
     for group in c.groups:
@@ -136,42 +136,59 @@ def test_mesh_groups_are_the_devices_that_sum_together(axes):
 
 
 def test_replica_groups_in_every_spelling():
-    assert device_groups("replica_groups={{0,1},{2,3}}", 4) == [[0, 1], [2, 3]]
-    assert device_groups("replica_groups={}, to_apply=%add", 4) == [[0, 1, 2, 3]]
-    assert device_groups("replica_groups=[2,4]<=[8]", 8) == [
+    assert replica_groups("replica_groups={{0,1},{2,3}}", 4) == [[0, 1], [2, 3]]
+    assert replica_groups("replica_groups={}, to_apply=%add", 4) == [[0, 1, 2, 3]]
+    assert replica_groups("replica_groups=[2,4]<=[8]", 8) == [
         [0, 1, 2, 3],
         [4, 5, 6, 7],
     ]
     # ids 0..7 as a 2x4 grid, transposed: its columns
-    assert device_groups("replica_groups=[4,2]<=[2,4]T(1,0), x=1", 8) == [
+    assert replica_groups("replica_groups=[4,2]<=[2,4]T(1,0), x=1", 8) == [
         [0, 4],
         [1, 5],
         [2, 6],
         [3, 7],
     ]
     mesh = "replica_groups=mesh['x'=2,'y'=4]"
-    assert device_groups(f"{mesh} {{'y'}}", 8) == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert device_groups(f"{mesh} {{'x'}}", 8) == [[0, 4], [1, 5], [2, 6], [3, 7]]
-    assert device_groups(f"{mesh} {{'x','y'}}", 8) == [list(range(8))]
-    assert device_groups(f"{mesh} {{'y','x'}}", 8) == [[0, 4, 1, 5, 2, 6, 3, 7]]
+    assert replica_groups(f"{mesh} {{'y'}}", 8) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert replica_groups(f"{mesh} {{'x'}}", 8) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert replica_groups(f"{mesh} {{'x','y'}}", 8) == [list(range(8))]
+    assert replica_groups(f"{mesh} {{'y','x'}}", 8) == [[0, 4, 1, 5, 2, 6, 3, 7]]
     # names the partitioner makes up for a mesh it built itself
-    assert device_groups("replica_groups=mesh['axis_0'=8] {'axis_0'}", 8) == [
+    assert replica_groups("replica_groups=mesh['axis_0'=8] {'axis_0'}", 8) == [
         list(range(8))
     ]
-    assert device_groups("source_target_pairs={{0,1},{1,0}}", 2) == [[0, 1], [1, 0]]
+    assert replica_groups("source_target_pairs={{0,1},{1,0}}", 2) == [[0, 1], [1, 0]]
 
 
-@pytest.mark.parametrize(
-    "attrs",
-    [
-        "replica_groups=mesh['a'=8] {'a':(1)2}",  # a sub-axis
-        "replica_groups=mesh['x'=2,'y'=2], device_ids=(0,2,1,3) {'y'}",
-        "channel_id=1",
-    ],
-)
-def test_groups_it_cannot_read_raise_instead_of_guessing(attrs):
+def test_mesh_sub_axes_and_device_orders_as_xla_documents_them():
+    """The cases tests/docs_build/test_hlo.py holds the build's reader to."""
+    mesh8 = "replica_groups=mesh['a'=8]"
+    # For mesh<"a"=8>, {a:(1)2} reshapes [8] to [1,2,4] and groups over the 2.
+    assert replica_groups(f"{mesh8} {{'a':(1)2}}", 8) == [
+        [0, 4],
+        [1, 5],
+        [2, 6],
+        [3, 7],
+    ]
+    assert replica_groups(f"{mesh8} {{'a':(2)2}}", 8) == [
+        [0, 2],
+        [1, 3],
+        [4, 6],
+        [5, 7],
+    ]
+    assert replica_groups(f"{mesh8} {{'a':(1)2,'a':(4)2}}", 8) == [
+        [0, 1, 4, 5],
+        [2, 3, 6, 7],
+    ]
+    mesh = "replica_groups=mesh['x'=2,'y'=2], device_ids="
+    assert replica_groups(f"{mesh}(0,2,1,3) {{'y'}}", 4) == [[0, 2], [1, 3]]
+    assert replica_groups(f"{mesh}([2,2]<=[2,2]T(1,0)) {{'x'}}", 4) == [[0, 1], [2, 3]]
+
+
+def test_groups_it_cannot_read_raise_instead_of_guessing():
     with pytest.raises(ValueError, match="replica groups this helper cannot read"):
-        device_groups(attrs, 8)
+        replica_groups("channel_id=1, to_apply=%add", 8)
 
 
 @pytest.mark.parametrize(
@@ -184,7 +201,7 @@ def test_groups_it_cannot_read_raise_instead_of_guessing(attrs):
     ],
 )
 def test_bytes_of_tuples_layouts_and_packed_types(shape, expected):
-    assert nbytes(shape) == expected
+    assert shape_bytes(shape) == expected
 
 
 # ---------------------------------------------------------------- stored programs
@@ -205,7 +222,7 @@ def as_read_by_the_build(text: str) -> list[tuple]:
 @pytest.mark.parametrize("name", STORED)
 def test_it_agrees_with_the_builds_reader_on_every_stored_program(name):
     text = stored(name)
-    mine = sorted(collectives(text))
+    mine = sorted(read_collectives(text))
     theirs = as_read_by_the_build(text)
     assert [c[:6] for c in mine] == [c[:6] for c in theirs]
     # Runs as the build counts them, but where a loop's trip count is not printed
@@ -216,7 +233,7 @@ def test_it_agrees_with_the_builds_reader_on_every_stored_program(name):
 
 def test_stored_programs_cover_every_backend_and_kind():
     assert {name.split("_")[0] for name in STORED} == {"cpu", "gpu", "tpu"}
-    kinds = {c.kind for name in STORED for c in collectives(stored(name))}
+    kinds = {c.kind for name in STORED for c in read_collectives(stored(name))}
     assert kinds == {
         "all-reduce",
         "all-gather",
@@ -239,7 +256,7 @@ def test_tpu_fsdp_step_reduce_scatters_counted_once_and_gathers_once():
         "all-gather": 4,
         "reduce-scatter": 2,
     }
-    scatters = [c for c in collectives(text) if c.kind == "reduce-scatter"]
+    scatters = [c for c in read_collectives(text) if c.kind == "reduce-scatter"]
     for c in scatters:  # a (1024, 4096) f32 gradient summed over 8, an eighth kept
         assert c.result_bytes == 1024 * 4096 * 4 // 8 and c.group_size == 8
         assert c.wire_bytes == 7 / 8 * 1024 * 4096 * 4
@@ -249,12 +266,12 @@ def test_tpu_fsdp_step_reduce_scatters_counted_once_and_gathers_once():
 def test_tpu_loops_print_no_trip_count_so_runs_are_unknown():
     text = stored("tpu_v5e_2x4_shard_map.hlo")
     assert "known_trip_count" not in text
-    looped = [c for c in collectives(text) if c.runs is None]
+    looped = [c for c in read_collectives(text) if c.runs is None]
     assert [(c.kind, c.group_size) for c in looped] == [("all-reduce", 4)]
 
 
 def test_tpu_multislice_transfers_between_slices_are_all_reduces_over_them():
-    found = collectives(stored("tpu_2_slices_v5e_2x4_dp_step.hlo"))
+    found = read_collectives(stored("tpu_2_slices_v5e_2x4_dp_step.hlo"))
     between = [c for c in found if c.group_size == 2]
     assert len(between) == 3 and {c.kind for c in between} == {"all-reduce"}
     for c in between:  # two slices: each sends its part once, 2(2-1)/2 * V
@@ -266,7 +283,7 @@ def test_gpu_data_parallel_step_all_reduces_the_gradients_and_the_loss():
     (1 + 1024 + 4096 + 4096 * 1024 numbers), one of the other kernel's gradient."""
     text = stored("gpu_h100x8_dp_step.hlo")
     assert text.count("all-reduce-start(") == text.count("all-reduce-done(") == 2
-    found = collectives(text)
+    found = read_collectives(text)
     assert [(c.kind, c.result, c.group_size) for c in found] == [
         ("all-reduce", "f32[4199425]", 8),
         ("all-reduce", "f32[1024,4096]", 8),
@@ -281,7 +298,7 @@ def test_gpu_fsdp_step_gathers_the_weights_and_reduce_scatters_their_gradients()
     each device) and the loss's all-reduce."""
     text = stored("gpu_h100x8_fsdp_step.hlo")
     assert text.count("all-gather-start(") == text.count("all-gather-done(") == 2
-    found = collectives(text)
+    found = read_collectives(text)
     assert count_collectives(text) == {
         "all-reduce": 1,
         "all-gather": 2,
@@ -304,7 +321,7 @@ def test_gpu_sync_and_async_collectives_and_a_loop():
     assert text.count('"is_sync":true') == 5 and "all-reduce-start(" in text
     rows = {
         (c.kind, c.result, c.group_size, c.wire_bytes, c.runs): c.groups
-        for c in collectives(text)
+        for c in read_collectives(text)
     }
     block = 128 * 256 * 4
     assert rows == {
@@ -342,7 +359,7 @@ def test_gpu_sync_and_async_collectives_and_a_loop():
 
 def test_start_done_pairs_and_async_wrappers_count_once():
     """XLA's GPU spellings, written by hand (tests/docs_build/test_hlo.py)."""
-    found = [(c.kind, c.result, c.group_size) for c in collectives(GPU_STYLE)]
+    found = [(c.kind, c.result, c.group_size) for c in read_collectives(GPU_STYLE)]
     assert found == [
         ("reduce-scatter", "f32[2,16]", 4),  # inside the async-start's computation
         ("all-gather", "f32[8,16]", 4),  # the result, not the (operand, result) tuple
