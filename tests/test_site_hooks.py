@@ -452,9 +452,15 @@ def test_pages_print_no_float_noise(page_outputs, page):
 def test_the_tolerance_takes_noise_and_refuses_a_real_change():
     noise = "loss 3.890 0.405\nmatches: True 40,960 bytes"
     assert portable.texts_match(noise, "loss 3.889 0.405\nmatches: True 40,960 bytes")
-    assert not portable.texts_match(noise, "loss 3.990 0.405\nmatches: True 40,960 bytes")
-    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: True 40,961 bytes")
-    assert not portable.texts_match(noise, "loss 3.890 0.405\nmatches: False 40,960 bytes")
+    assert not portable.texts_match(
+        noise, "loss 3.990 0.405\nmatches: True 40,960 bytes"
+    )
+    assert not portable.texts_match(
+        noise, "loss 3.890 0.405\nmatches: True 40,961 bytes"
+    )
+    assert not portable.texts_match(
+        noise, "loss 3.890 0.405\nmatches: False 40,960 bytes"
+    )
     assert portable.unstable("0.5188 1e-05 v5e:2x4 jax 0.12.0.1 4096") == []
     assert portable.unstable("0.51882416 2.6e-07 40960.0") == [
         "0.51882416",
@@ -629,15 +635,19 @@ def test_search_finds_each_error_of_the_index_on_the_index_page(
         ], text
 
 
-def test_every_page_stays_under_150_kb(built_site):
-    """Heavy pages load slowly on a phone: every page, notebook pages included."""
+def test_every_page_stays_under_200_kb(built_site):
+    """Heavy pages load slowly on a phone: every page, notebook pages included.
+
+    The limit was 150 KB until the pages' HLO helper (snippets/hlo.py) learned to read GPU
+    and TPU programs: each page that runs it carries its code, folded, about 40 KB of
+    highlighted HTML (5 KB gzipped)."""
     sizes = {
         page.relative_to(built_site).as_posix(): page.stat().st_size
         for page in built_site.rglob("*.html")
     }
     # the guide and exercise pages, home and 404, and a notebook page for most of them
     assert len(sizes) >= 75
-    assert {page: size for page, size in sizes.items() if size > 150_000} == {}
+    assert {page: size for page, size in sizes.items() if size > 200_000} == {}
 
 
 def test_every_page_with_code_links_its_notebook_and_colab(built_site):
