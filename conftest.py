@@ -27,11 +27,12 @@ def pytest_markdown_docs_markdown_it():
     """
     from markdown_it import MarkdownIt
 
+    from docs_build.folds import unfold
     from docs_build.outputs import parse_blocks, python_fences
 
     class PageProgram(MarkdownIt):
         def parse(self, src, env=None):
-            tokens = super().parse(src, env)
+            tokens = super().parse(unfold(src), env)  # setup folds' blocks run too
             fences = python_fences(tokens)
             if not fences:
                 return tokens

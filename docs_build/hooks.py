@@ -140,8 +140,7 @@ def on_page_markdown(markdown, page, config, files):
     for block, chunks in reversed(list(zip(blocks, ran, strict=True))):
         shown = [chunk_markdown(chunk) for chunk in chunks]
         if shown:
-            at = after_annotations(lines, block.end_line)
-            lines[at:at] = ["", *"\n\n".join(shown).split("\n"), ""]
+            lines = place_output(lines, block, "\n\n".join(shown))
     # Last, because they change line numbers: the error index (docs/guides/error-index.md),
     # version numbers and tables from the version matrix, and a note under the title when
     # the code needs a newer release.
@@ -181,20 +180,33 @@ def on_page_markdown(markdown, page, config, files):
 COMPATIBILITY = "guides/compatibility.md"
 
 
-def after_annotations(lines: list[str], at: int) -> int:
+def place_output(lines: list[str], block: outputs.Block, shown: str) -> list[str]:
+    """The page's lines with a block's output after it, indented as the block is: in a
+    setup fold (`docs_build.folds`) the output stays inside the fold."""
+    fence = lines[block.line - 1]
+    indent = fence[: len(fence) - len(fence.lstrip())]
+    at = after_annotations(lines, block.end_line, indent)
+    shown_lines = [indent + line if line else line for line in shown.split("\n")]
+    return [*lines[:at], "", *shown_lines, "", *lines[at:]]
+
+
+def after_annotations(lines: list[str], at: int, indent: str = "") -> int:
     """Where output goes: after the block, or after the code annotations list that follows it.
 
     Material attaches a numbered list to the code block right before it, so the output must
-    not come between them.
+    not come between them. `indent` is the block's own (inside a setup fold).
     """
+    item = re.compile(rf"{re.escape(indent)}\d+\.\s")
     i = at
     while i < len(lines) and not lines[i].strip():
         i += 1
-    if i == len(lines) or not re.match(r"\d+\.\s", lines[i]):
+    if i == len(lines) or not item.match(lines[i]):
         return at
     end = i + 1
     for j in range(i + 1, len(lines)):
-        if re.match(r"\d+\.\s", lines[j]) or lines[j].startswith(("    ", "\t")):
+        if item.match(lines[j]) or lines[j].startswith(
+            (indent + "    ", indent + "\t")
+        ):
             end = j + 1
         elif lines[j].strip():
             break

@@ -18,7 +18,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from docs_build import explorer, outputs
+from docs_build import explorer, folds, outputs
 from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
@@ -174,7 +174,8 @@ def build(
     if not blocks or needs_the_repository(blocks):
         return None
     rel = blocks[0].page
-    text = page.read_text(encoding="utf-8")
+    # Setup folds open: their blocks are code cells, their titles bold prose.
+    text = folds.unfold(page.read_text(encoding="utf-8"))
     lines = text.split("\n")
     fences = outputs.python_fences(MarkdownIt("commonmark").parse(text))
     versions = {k: v for k, v in outputs.versions().items() if k in SHOWN_VERSIONS}

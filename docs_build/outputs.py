@@ -185,9 +185,12 @@ def python_fences(tokens: list) -> list:
 
 
 def parse_blocks(text: str, page: str) -> list[Block]:
+    """The runnable Python fences of a page's text, those in setup folds included."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").parse(text)
+    from docs_build.folds import unfold
+
+    tokens = MarkdownIt("commonmark").parse(unfold(text))
     fences = python_fences(tokens)
     return [
         Block(

@@ -641,15 +641,19 @@ def test_search_finds_each_error_of_the_index_on_the_index_page(
         ], text
 
 
-def test_every_page_stays_under_150_kb(built_site):
-    """Heavy pages load slowly on a phone: every page, notebook pages included."""
+def test_every_page_stays_under_200_kb(built_site):
+    """Heavy pages load slowly on a phone: every page, notebook pages included.
+
+    The limit was 150 KB until the pages' HLO helper (snippets/hlo.py) learned to read GPU
+    and TPU programs: each page that runs it carries its code, folded, about 40 KB of
+    highlighted HTML (5 KB gzipped)."""
     sizes = {
         page.relative_to(built_site).as_posix(): page.stat().st_size
         for page in built_site.rglob("*.html")
     }
     # the guide and exercise pages, home and 404, and a notebook page for most of them
     assert len(sizes) >= 75
-    assert {page: size for page, size in sizes.items() if size > 150_000} == {}
+    assert {page: size for page, size in sizes.items() if size > 200_000} == {}
 
 
 def test_every_page_with_code_links_its_notebook_and_colab(built_site):

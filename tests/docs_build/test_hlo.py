@@ -34,7 +34,7 @@ def by_kind(program: hlo.Program) -> dict[str, list[hlo.Collective]]:
 
 
 def naive_counts(text: str) -> dict[str, int]:
-    """What the pages' simple counter (snippets/hlo.py) sees in the same text."""
+    """What a regular expression over the text sees (the pages' counter once did this)."""
     return {
         op: len(re.findall(rf"\s{op}(?:-start)?\(", text))
         for op in hlo.KINDS

@@ -3,8 +3,6 @@
 Run `python -m snippets.advanced.expert_parallel.traffic` to print what the page shows.
 """
 
-import re
-
 # --8<-- [start:imports]
 from collections import Counter
 
@@ -14,6 +12,7 @@ import jax
 
 # On the page, these are defined by earlier blocks.
 from snippets.advanced.expert_parallel.capacity import capacity
+from snippets.hlo import read_collectives
 
 
 # --8<-- [start:bytes]
@@ -51,28 +50,16 @@ def byte_table(x: jax.Array) -> dict[float, int]:
     return sent
 
 
-# --8<-- [start:hlo-shapes]
-def all_to_all_results(compiled):
-    """The result of each all-to-all of a compiled program, as a list of arrays."""
-    found = []
-    for line in compiled.as_text().splitlines():
-        if " all-to-all(" in line:
-            result = line.split(" = ", 1)[1].split(" all-to-all(")[0]
-            found.append(re.findall(r"[a-z]+\d*\[[\d,]*\]", result))  # (1)!
-    return found
-
-
-# --8<-- [end:hlo-shapes]
-
-
-def program_shapes(compiled) -> list[list[str]]:
+def program_shapes(compiled) -> list:
     # --8<-- [start:program-shapes]
-    for arrays in all_to_all_results(compiled):
+    for c in read_collectives(compiled):
+        pieces = Counter(c.result.strip("()").split(", "))  # the arrays of its result
+        shapes = ", ".join(f"{n} x {shape}" for shape, n in pieces.items())
         print(
-            "all-to-all:", ", ".join(f"{n} x {a}" for a, n in Counter(arrays).items())
+            f"{c.kind}: {shapes}; sends {c.wire_bytes:,.0f} of {c.result_bytes:,} bytes"
         )
     # --8<-- [end:program-shapes]
-    return all_to_all_results(compiled)
+    return read_collectives(compiled)
 
 
 def main() -> None:

@@ -5,7 +5,6 @@ Run `python -m snippets.advanced.inference.layouts` to print what the page shows
 
 # --8<-- [start:imports]
 import math
-import re
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +27,7 @@ from snippets.advanced.inference.decode import (
     prefill,
     weight_shapes,
 )
-from snippets.hlo import COLLECTIVES
+from snippets.hlo import read_collectives
 
 
 def make_mesh() -> Mesh:
@@ -109,13 +108,9 @@ def bytes_per_device(tree) -> int:
     )
 
 
-def collectives(compiled) -> list[str]:
-    """Each collective in a compiled program, with the shape of its result."""
-    ops = "|".join(COLLECTIVES)
-    found = re.findall(
-        rf"= (\w+\[[\d,]*\])\S* ({ops})(?:-start)?\(", compiled.as_text()
-    )
-    return [f"{op} {shape}" for shape, op in found]
+def collective_results(compiled) -> list[str]:
+    """Each collective of a compiled program, with its result on one device."""
+    return [f"{c.kind} {c.result}" for c in read_collectives(compiled)]
 
 
 def compare(mesh: Mesh, rows: list[tuple[str, int]], prompt_length: int = 8):
@@ -137,8 +132,8 @@ def compare(mesh: Mesh, rows: list[tuple[str, int]], prompt_length: int = 8):
             "cache shard": cache["k"].sharding.shard_shape(cache["k"].shape),
             "cache bytes (k, v)": f"{bytes_per_device(cache):,}",
             "weight bytes": f"{bytes_per_device(weights):,}",
-            "prefill": "\n".join(collectives(first)) or "none",
-            "decode step": "\n".join(collectives(step)) or "none",
+            "prefill": "\n".join(collective_results(first)) or "none",
+            "decode step": "\n".join(collective_results(step)) or "none",
             "aliased bytes": f"{step.memory_analysis().alias_size_in_bytes:,}",
         }
         for name, value in column.items():

@@ -7,7 +7,6 @@ Run `python -m snippets.concepts.collectives.hlo_table` to print what the page s
 import functools
 import re
 
-import numpy as np
 import rich
 from rich.box import SQUARE
 from rich.table import Table
@@ -22,7 +21,7 @@ from jax.sharding import Mesh, NamedSharding
 
 # On the page, these are defined by earlier blocks.
 from snippets.concepts.collectives.diagram import per_device
-from snippets.hlo import count_collectives
+from snippets.hlo import count_collectives, read_collectives
 
 
 # --8<-- [start:hlo-ops]
@@ -37,23 +36,7 @@ def hlo_ops(compiled):
         computation = rf"^%?{re.escape(name)} .*?^}}"
         body = re.search(computation, hlo, re.M | re.S).group()
         combiners += re.findall(r"ROOT \S+ = \S+ ([\w-]+)\(", body)
-    talking = (
-        r"(?:replica_groups|source_target_pairs)=(mesh\[.*?\] \{.*?\}|\{[\d{},]*\})"
-    )
-    return ops, combiners, [device_groups(g) for g in re.findall(talking, hlo)]
-
-
-def device_groups(groups: str) -> str:
-    """Write `mesh['x'=2,'y'=4] {'y'}` as the device ids of each group."""
-    if not groups.startswith("mesh["):  # (3)!
-        return groups  # already ids, as in {{0,1},{1,2},...}
-    axes, talking = groups.split("] ")
-    sizes = {name: int(n) for name, n in re.findall(r"'(\w+)'=(\d+)", axes)}
-    ids = np.arange(np.prod(list(sizes.values()))).reshape(list(sizes.values()))
-    talk = [list(sizes).index(name) for name in re.findall(r"'(\w+)'", talking)]
-    size = int(np.prod([ids.shape[a] for a in talk]))  # devices in one group
-    rows = np.moveaxis(ids, talk, range(-len(talk), 0)).reshape(-1, size)
-    return "{" + ",".join("{" + ",".join(map(str, row)) + "}" for row in rows) + "}"
+    return ops, combiners, [c.groups for c in read_collectives(compiled)]  # (3)!
 
 
 # --8<-- [end:hlo-ops]
@@ -96,7 +79,8 @@ def hlo_table(
         found[name] = hlo_ops(run.lower(placed).compile())
         ops, combiners, groups = found[name]
         hlo = ", ".join(ops) + "".join(f" ({c})" for c in combiners)
-        talks = " ".join(groups).replace("},{", "} {")  # (1)!
+        ids = " ".join(str(g).replace(" ", "") for g in groups)  # [[0,1],[1,2]]
+        talks = ids.replace("[", "{").replace("]", "}").replace("},{", "} {")  # (1)!
         table.add_row(name, hlo, talks)
     rich.print(table)
     # --8<-- [end:hlo-table]

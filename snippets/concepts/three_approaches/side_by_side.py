@@ -4,24 +4,12 @@ Run `python -m snippets.concepts.three_approaches.side_by_side` to print what th
 """
 
 # --8<-- [start:imports]
-import re
-
 import jax
 import numpy as np
 
 # --8<-- [end:imports]
-# On the page, an earlier block defines count_collectives.
-from snippets.hlo import count_collectives
-
-
-# --8<-- [start:all-reduced]
-def all_reduced(compiled) -> list[str]:
-    """The type of each value the compiled program all-reduces, e.g. f32[4]."""
-    hlo = compiled.as_text()
-    return re.findall(r"= (\w+\[[\d,]*\])\S* all-reduce(?:-start)?\(", hlo)
-
-
-# --8<-- [end:all-reduced]
+# On the page, an earlier block defines count_collectives and read_collectives.
+from snippets.hlo import count_collectives, read_collectives
 
 
 def side_by_side(
@@ -44,7 +32,9 @@ def side_by_side(
     print(row(*cols))
     for name, (out, compiled) in results.items():
         found = count_collectives(compiled)
-        summed = ", ".join(all_reduced(compiled))
+        summed = ", ".join(
+            c.result for c in read_collectives(compiled) if c.kind == "all-reduce"
+        )
         replicated = out.sharding.is_fully_replicated
         matches = np.allclose(out, reference, rtol=1e-6)
         print(row(name, str(found), summed, str(replicated), str(matches)))

@@ -4,8 +4,6 @@ Run `python -m snippets.training.choosing.costs` to print what the page shows.
 """
 
 # --8<-- [start:imports]
-import math
-import re
 from dataclasses import dataclass
 
 import jax
@@ -16,7 +14,7 @@ from rich.table import Table
 
 # --8<-- [end:imports]
 # isort: split
-from snippets.hlo import COLLECTIVES, count_collectives, print_collectives
+from snippets.hlo import count_collectives, print_collectives, read_collectives
 from snippets.models import D_HIDDEN, D_IN, D_OUT, MLP, batches, train_step
 
 # On the page, these are defined by earlier blocks.
@@ -40,20 +38,12 @@ def compile_step(model: MLP, optimizer: nnx.Optimizer, x, y):
 
 
 # --8<-- [start:collective-bytes]
-DTYPE_BYTES = {"f32": 4, "s32": 4, "u32": 4, "bf16": 2, "f16": 2, "pred": 1}
-
-
 def collective_bytes(compiled) -> dict[str, tuple[int, int]]:
-    """{collective: (how many, bytes of their results)} in a compiled step."""
+    """{collective: (how many, bytes of their results per device)} in a compiled step."""
     found = {}
-    pattern = rf"= (\S+|\(.*?\)) ({'|'.join(COLLECTIVES)})(?:-start)?\("  # (1)!
-    for shape, op in re.findall(pattern, compiled.as_text()):
-        size = sum(  # (2)!
-            DTYPE_BYTES[dtype] * math.prod(int(n) for n in dims.split(",") if n)
-            for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape)
-        )
-        count, total = found.get(op, (0, 0))
-        found[op] = (count + 1, total + size)
+    for c in read_collectives(compiled):  # (1)!
+        count, total = found.get(c.kind, (0, 0))
+        found[c.kind] = (count + 1, total + c.result_bytes)
     return found
 
 

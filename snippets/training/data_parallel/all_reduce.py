@@ -3,37 +3,21 @@
 Run `python -m snippets.training.data_parallel.all_reduce` to print what the page shows.
 """
 
-# On the page, `re` and `print_collectives` come with the count-collectives block, and the
-# rest with the page's imports and the included model sections.
-import re
-
+# On the page, `print_collectives` and `read_collectives` come with the count-collectives
+# block, and the rest with the page's imports and the included model sections.
 import jax
 from flax import nnx
 
-from snippets.hlo import print_collectives
+from snippets.hlo import print_collectives, read_collectives
 from snippets.models import MLP
-
-
-# --8<-- [start:all-reduce-operands]
-def all_reduce_operands(compiled):
-    """The shapes of the arrays that each all-reduce in `compiled` sums."""
-    found = []
-    for line in compiled.as_text().splitlines():
-        op = re.search(r"= (\(.*?\)|\S+) all-reduce(?:-start)?\(", line)  # (1)!
-        if op:
-            found.append(re.findall(r"\w+\[[\d,]*\]", op.group(1)))
-    return found
-
-
-# --8<-- [end:all-reduce-operands]
 
 
 def compiled_step(step, model: MLP, optimizer: nnx.Optimizer, x, y):
     # --8<-- [start:compiled-step]
     compiled = step.lower(model, optimizer, x, y).compile()  # (1)!
     print_collectives(compiled)
-    for shapes in all_reduce_operands(compiled):
-        print("one all-reduce of:", ", ".join(shapes))
+    for c in read_collectives(compiled):
+        print(f"one {c.kind} of: {c.result}")
     sizes = [p.size for p in jax.tree.leaves(nnx.state(model, nnx.Param))]
     print("parameters:", " + ".join(map(str, sizes)), "=", sum(sizes), "numbers")
     # --8<-- [end:compiled-step]

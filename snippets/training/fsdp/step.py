@@ -10,10 +10,9 @@ from jax import P
 from jax.sharding import Mesh, NamedSharding
 
 # The page shows these by including the sections of snippets/models.py, hlo.py, and
-# of the 2-D page's placement.py and communication.py.
+# of the 2-D page's placement.py.
 from snippets.hlo import print_collectives
 from snippets.models import MLP, batches, loss_fn, train_reference, train_step
-from snippets.training.two_d.communication import print_collective_bytes
 from snippets.training.two_d.placement import shard_batch
 
 
@@ -36,7 +35,7 @@ def left_to_the_compiler(model: MLP, optimizer: nnx.Optimizer, data: list):
     naive = jax.jit(step).lower(model, optimizer, *data[0]).compile()
     print_collectives(naive)
     print()
-    print_collective_bytes(naive)
+    print_collectives(naive, per_collective=True)
     # --8<-- [end:naive]
     return naive
 
@@ -68,7 +67,7 @@ def compile_fsdp(fsdp_step, model: MLP, optimizer: nnx.Optimizer, data: list):
     compiled = jax.jit(fsdp_step).lower(model, optimizer, *data[0]).compile()
     print_collectives(compiled)
     print()
-    print_collective_bytes(compiled)
+    print_collectives(compiled, per_collective=True)
     # --8<-- [end:compile]
     return compiled
 
@@ -81,7 +80,7 @@ def data_parallel_for_comparison(replicated, replicated_optimizer, data: list):
 
     args = (replicated, replicated_optimizer, *data[0])
     data_parallel = jax.jit(step).lower(*args).compile()
-    print_collective_bytes(data_parallel)
+    print_collectives(data_parallel, per_collective=True)
     # --8<-- [end:replicated-step]
     return data_parallel
 

@@ -4,8 +4,6 @@ Run `python -m snippets.training.two_d.communication` to print what the page sho
 """
 
 # --8<-- [start:imports]
-import math
-import re
 from typing import NamedTuple
 
 import jax
@@ -15,7 +13,7 @@ from flax import nnx
 # --8<-- [end:imports]
 # The page shows these by including the sections of snippets/models.py, hlo.py, the
 # tensor parallelism page's column_row.py and placement.py.
-from snippets.hlo import print_collectives
+from snippets.hlo import print_collectives, read_collectives
 from snippets.models import D_HIDDEN, D_IN, D_OUT, MLP, batches, train_step
 from snippets.training.tensor_parallel.column_row import shard_params
 from snippets.training.two_d.placement import shard_batch, two_d_mesh
@@ -56,39 +54,9 @@ def prepare_all(column_row: dict, meshes: dict) -> dict:
     return runs
 
 
-# --8<-- [start:collective-bytes]
-ITEM_BYTES = {"pred": 1, "s8": 1, "bf16": 2, "s32": 4, "f32": 4, "f64": 8}
-COLLECTIVE = re.compile(
-    r"= (\(.*?\)|\S+) (all-reduce|all-gather|reduce-scatter|all-to-all"
-    r"|collective-permute)\("
-)
-ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
-
-
-def collective_bytes(compiled) -> list[tuple[str, str, int]]:
-    """(kind, result shape, bytes) of each collective in a compiled program."""
-    found = []
-    for result, kind in COLLECTIVE.findall(compiled.as_text()):
-        nbytes = sum(  # (1)!
-            ITEM_BYTES[dtype] * math.prod(int(n) for n in dims.split(",") if n)
-            for dtype, dims in ARRAY.findall(result)
-        )
-        shape = re.sub(r"\{[\d,]*\}", "", result)  # drop the memory layouts
-        found.append((kind, shape, nbytes))
-    return found
-
-
-def print_collective_bytes(compiled) -> None:
-    for kind, shape, nbytes in collective_bytes(compiled):
-        print(f"{kind:<12}{nbytes:>7} bytes  {shape}")
-
-
-# --8<-- [end:collective-bytes]
-
-
 def one_step_in_detail(runs: dict) -> None:
     # --8<-- [start:bytes-2x4]
-    print_collective_bytes(runs[(2, 4)].compiled)
+    print_collectives(runs[(2, 4)].compiled, per_collective=True)
     # --8<-- [end:bytes-2x4]
 
 
@@ -151,16 +119,16 @@ def communication_table(runs) -> None:
     )
     print(row("mesh", "batch", "collectives", "bytes", "formula"))
     for (n_data, n_model), (_, _, data, compiled) in runs.items():
-        found = collective_bytes(compiled)
-        kinds = sorted({kind for kind, _, _ in found})
-        counts = [f"{sum(k == c for c, _, _ in found)} {k}" for k in kinds]
+        found = read_collectives(compiled)
+        kinds = sorted({c.kind for c in found})
+        counts = [f"{sum(k == c.kind for c in found)} {k}" for k in kinds]
         batch = data[0][0].shape[0]
         print(
             row(
                 f"{n_data} x {n_model}",
                 batch,
                 ", ".join(counts) or "none",
-                sum(nbytes for _, _, nbytes in found),
+                sum(c.result_bytes for c in found),
                 all_reduce_bytes(n_data, n_model, batch),
             )
         )

@@ -41,7 +41,8 @@ def test_the_cpu_programs_all_to_alls_carry_the_formulas_bytes(
         assert c.group_size == 8
         assert c.result_bytes == 8 * size * 16 * 4  # the whole buffer, per device
         assert wire_bytes(c) == traffic.all_to_all_bytes(8, size, 16, 8)
-    assert traffic.all_to_all_results(compiled) == [[f"f32[1,{size},16]"] * 8] * 2
+    results = [c.result for c in traffic.read_collectives(compiled)]
+    assert results == ["(" + ", ".join([f"f32[1,{size},16]"] * 8) + ")"] * 2
 
 
 def test_the_page_prints_each_all_to_all_as_eight_pieces(
@@ -49,7 +50,9 @@ def test_the_page_prints_each_all_to_all_as_eight_pieces(
 ):
     compiled = dispatch.moe_layer(expert_mesh, 1.0).lower(x, params).compile()
     traffic.program_shapes(compiled)
-    assert capsys.readouterr().out == "all-to-all: 8 x f32[1,4,16]\n" * 2
+    line = "all-to-all: 8 x f32[1,4,16]; sends 1,792 of 2,048 bytes\n"
+    assert capsys.readouterr().out == line * 2
+    assert traffic.all_to_all_bytes(8, 4, 16, 8) == 1792  # the formula's bytes
 
 
 def test_the_layer_lowers_from_shapes_alone_as_a_tpu_compile_would():

@@ -97,8 +97,8 @@ def test_collectives_of_the_cpu_compiled_programs(found):
     assert count_collectives(heads_step) == {"all-reduce": 1}
     assert all_reduce_shapes(heads_prefill) == ["f32[8,8,128]"]  # batch, T, D_MODEL
     assert all_reduce_shapes(heads_step) == ["f32[8,1,128]"]  # batch, 1, D_MODEL
-    assert layouts.collectives(heads_step) == ["all-reduce f32[8,1,128]"]
-    assert layouts.collectives(batch_step) == []
+    assert layouts.collective_results(heads_step) == ["all-reduce f32[8,1,128]"]
+    assert layouts.collective_results(batch_step) == []
 
 
 def test_the_donated_cache_is_aliased_on_every_device(found):

@@ -19,14 +19,19 @@ def found(devices):
     return result, out.getvalue()[start:]
 
 
-EVERYONE = "{{0,1,2,3,4,5,6,7}}"
+EVERYONE = [list(range(8))]
 
 
 @pytest.mark.parametrize(
     ("name", "ops", "combiners", "groups"),
     [
         ("psum", ["1 all-reduce"], ["add"], [EVERYONE]),
-        ("psum over y (2 x 4)", ["1 all-reduce"], ["add"], ["{{0,1,2,3},{4,5,6,7}}"]),
+        (
+            "psum over y (2 x 4)",
+            ["1 all-reduce"],
+            ["add"],
+            [[[0, 1, 2, 3], [4, 5, 6, 7]]],
+        ),
         ("pmean", ["1 all-reduce"], ["add"], [EVERYONE]),
         ("pmax", ["1 all-reduce"], ["maximum"], [EVERYONE]),
         ("all_gather", ["1 all-gather"], [], [EVERYONE]),
@@ -37,7 +42,7 @@ EVERYONE = "{{0,1,2,3,4,5,6,7}}"
             "ppermute, ring",
             ["1 collective-permute"],
             [],
-            ["{{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}"],
+            [[[i, (i + 1) % 8] for i in range(8)]],
         ),
         ("all_to_all", ["1 all-to-all"], [], [EVERYONE]),
         ("axis_index (2 x 4)", ["partition-id"], [], []),
@@ -91,20 +96,6 @@ def test_pmean_is_an_add_all_reduce_then_a_multiply(line_mesh):
     total = compiled_text(lambda b: jax.lax.psum(b, "x"))
     assert re.search(r"\smultiply\(", mean)  # by 1/8, on each device
     assert not re.search(r"\smultiply\(", total)
-
-
-@pytest.mark.parametrize(
-    ("groups", "ids"),
-    [
-        ("mesh['x'=8] {'x'}", EVERYONE),
-        ("mesh['x'=2,'y'=4] {'y'}", "{{0,1,2,3},{4,5,6,7}}"),
-        ("mesh['x'=2,'y'=4] {'x'}", "{{0,4},{1,5},{2,6},{3,7}}"),
-        ("mesh['x'=2,'y'=4] {'x','y'}", EVERYONE),
-        ("{{0,1},{1,2}}", "{{0,1},{1,2}}"),
-    ],
-)
-def test_mesh_axis_groups_become_device_ids(groups, ids):
-    assert hlo_table.device_groups(groups) == ids
 
 
 def test_the_cpu_program_names_groups_by_mesh_axis(line_mesh):

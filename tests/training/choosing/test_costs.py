@@ -8,6 +8,7 @@ from snippets.hlo import count_collectives
 from snippets.training.choosing import costs
 from snippets.training.choosing import strategies as st
 
+FIXTURES = Path(__file__).resolve().parents[2] / "docs_build" / "fixtures"
 SIZES = (21_024, 32, 2_048)  # W, b, A for the MLP and a batch of 64
 
 EXPECTED_COUNTS = {
@@ -27,19 +28,21 @@ class FakeCompiled:
         return self.text
 
 
-def test_collective_bytes_reads_plain_tuple_and_async_results():
-    hlo = "\n".join(
-        [
-            "  %all-reduce = f32[64,8]{1,0} all-reduce(%x), to_apply=%add",
-            "  %all-reduce.5 = (f32[], f32[8]{0}, bf16[4,4]{1,0}) all-reduce(%a, %b, %c)",
-            "  %ag = s32[16]{0} all-gather-start(%y), dimensions={0}",
-            "  %ag.done = s32[16]{0} all-gather-done(%ag)",
-            "  %add = f32[8]{0} add(%p, %q)",
-        ]
-    )
-    assert costs.collective_bytes(FakeCompiled(hlo)) == {
-        "all-reduce": (2, 64 * 8 * 4 + 4 + 8 * 4 + 16 * 2),
-        "all-gather": (1, 16 * 4),
+def test_collective_bytes_of_the_fsdp_step_compiled_for_tpu_and_gpu():
+    """The page's FSDP step at the TPU tables' size (MLP 1024 -> 4096 -> 1024, batch
+    256), stored compiled for v5e:2x4 (libtpu) and for 8 H100s (without a GPU)."""
+    tpu = (FIXTURES / "tpu_v5e_2x4_fsdp_step.hlo").read_text()
+    assert costs.collective_bytes(FakeCompiled(tpu)) == {
+        "all-reduce": (1, 4 + (1024 + 4096) * 4),  # the loss and the biases' gradients
+        "all-gather": (4, 2 * 1024 * 4096 * 2 + (1024 + 4096) * 4),  # bf16 kernels
+        "reduce-scatter": (2, 2 * 1024 * 4096 * 4 // 8),  # an eighth of each kernel's
+    }
+    weights = 4 * (2 * 1024 * 4096 + 4096 + 1024)
+    gpu = (FIXTURES / "gpu_h100x8_fsdp_step.hlo").read_text()
+    assert costs.collective_bytes(FakeCompiled(gpu)) == {
+        "all-reduce": (1, 4),
+        "all-gather": (2, weights),
+        "reduce-scatter": (1, weights // 8),
     }
 
 

@@ -8,9 +8,8 @@ from flax import nnx
 from jax import P
 
 from docs_build import hlo
-from snippets.hlo import count_collectives
+from snippets.hlo import count_collectives, read_collectives
 from snippets.training.fsdp import step
-from snippets.training.two_d.communication import collective_bytes
 from tests.training.fsdp.printed import quietly
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "training" / "fsdp.md"
@@ -43,16 +42,19 @@ def test_left_alone_the_compiler_gathers_the_batch_not_the_weights(placed, data)
     _, model, optimizer = placed[0]
     naive, out = quietly(step.left_to_the_compiler, model, optimizer, data[0])
     assert count_collectives(naive) == {"all-reduce": 2, "all-gather": 3}
-    found = collective_bytes(naive)
+    found = [(c.kind, c.result, c.result_bytes) for c in read_collectives(naive)]
     assert ("all-gather", "f32[64,32]", 64 * 32 * 4) in found  # all of x
     assert ("all-reduce", "f32[64,8]", 64 * 8 * 4) in found  # partial outputs
     assert out.startswith("all-reduce          2\nall-gather          3\n\n")
+    assert (
+        "all-gather              8         8,192        7,168     1  f32[64,32]" in out
+    )
 
 
 def test_fsdp_step_gathers_each_parameter_and_all_reduces_the_gradients(fsdp):
     compiled, out = fsdp[0], fsdp[1]
     assert count_collectives(compiled) == {"all-reduce": 1, "all-gather": 4}
-    found = collective_bytes(compiled)
+    found = [(c.kind, c.result, c.result_bytes) for c in read_collectives(compiled)]
     gathers = sorted(shape for kind, shape, _ in found if kind == "all-gather")
     assert gathers == ["f32[128,8]", "f32[128]", "f32[32,128]", "f32[8]"]
     assert sum(n for kind, _, n in found if kind == "all-gather") == P_BYTES
@@ -80,9 +82,11 @@ def test_the_parameters_stay_split_through_the_step(fsdp):
 def test_data_parallel_needs_only_the_gradient_all_reduce(replicated, data, capsys):
     data_parallel = step.data_parallel_for_comparison(*replicated, data[0])
     assert count_collectives(data_parallel) == {"all-reduce": 1}
-    assert sum(n for _, _, n in collective_bytes(data_parallel)) == P_BYTES + 4
-    assert capsys.readouterr().out == (
-        "all-reduce    21028 bytes  (f32[], f32[8], f32[8,128], f32[128], f32[128,32])\n"
+    (c,) = read_collectives(data_parallel)
+    assert (c.result_bytes, c.wire_bytes) == (P_BYTES + 4, 2 * 7 / 8 * (P_BYTES + 4))
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "all-reduce              8        21,028       36,799     1  "
+        "(f32[], f32[8], f32[8,128], f32[128], f32[128,32])"
     )
 
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from snippets.hlo import count_collectives
+from snippets.hlo import count_collectives, read_collectives
 from snippets.training.two_d import communication
 from tests.training.two_d.printed import quietly
 
@@ -34,44 +34,22 @@ def test_prepare_compiles_one_step_per_shape(runs):
 
 def test_the_2x4_step_carries_activations_then_gradients(runs, capsys):
     compiled = runs[0][(2, 4)].compiled
-    assert communication.collective_bytes(compiled) == [
-        ("all-reduce", "f32[32,8]", 32 * 8 * 4),
-        (
-            "all-reduce",
-            "(f32[], f32[8], f32[8,32], f32[32], f32[32,32])",
-            4 * (1 + 8 + 8 * 32 + 32 + 32 * 32),
-        ),
+    found = read_collectives(compiled)
+    gradients = 4 * (1 + 8 + 8 * 32 + 32 + 32 * 32)
+    assert [(c.kind, c.result, c.result_bytes, c.group_size) for c in found] == [
+        ("all-reduce", "f32[32,8]", 32 * 8 * 4, 4),  # over "model"
+        ("all-reduce", "(f32[], f32[8], f32[8,32], f32[32], f32[32,32])", gradients, 2),
+    ]
+    assert [c.groups for c in found] == [
+        [[0, 1, 2, 3], [4, 5, 6, 7]],
+        [[0, 4], [1, 5], [2, 6], [3, 7]],
     ]
     communication.one_step_in_detail(runs[0])
-    assert capsys.readouterr().out.splitlines() == [
-        "all-reduce     1024 bytes  f32[32,8]",
-        "all-reduce     5284 bytes  (f32[], f32[8], f32[8,32], f32[32], f32[32,32])",
+    assert capsys.readouterr().out.splitlines()[1:3] == [
+        "all-reduce              4         1,024        1,536     1  f32[32,8]",
+        "all-reduce              2         5,284        5,284     1  "
+        "(f32[], f32[8], f32[8,32], f32[32], f32[32,32])",
     ]
-
-
-class FakeCompiled:
-    def __init__(self, text):
-        self.text = text
-
-    def as_text(self):
-        return self.text
-
-
-def test_collective_bytes_reads_tuples_scalars_dtypes_and_kinds():
-    hlo = "\n".join(
-        [
-            "  %p = f32[4,4]{1,0} parameter(0)",
-            "  %all-gather.2 = bf16[8,16]{1,0} all-gather(%x), dimensions={0}",
-            "  %all-reduce.5 = (f32[], s32[3]{0}, f64[2,2]{1,0}) all-reduce(%a, %b, %c)",
-            "  ROOT %reduce-scatter = f32[2]{0} reduce-scatter(%y), dimensions={0}",
-        ]
-    )
-    assert communication.collective_bytes(FakeCompiled(hlo)) == [
-        ("all-gather", "bf16[8,16]", 8 * 16 * 2),
-        ("all-reduce", "(f32[], s32[3], f64[2,2])", 4 + 3 * 4 + 4 * 8),
-        ("reduce-scatter", "f32[2]", 8),
-    ]
-    assert communication.collective_bytes(FakeCompiled(hlo.splitlines()[0])) == []
 
 
 def test_formulas_give_the_measured_numbers():
@@ -110,7 +88,7 @@ def test_measured_memory_and_traffic_equal_the_formulas(runs):
         assert run.compiled.memory_analysis().argument_size_in_bytes == (
             communication.argument_bytes(n_data, n_model, 64)
         )
-        total = sum(n for _, _, n in communication.collective_bytes(run.compiled))
+        total = sum(c.result_bytes for c in read_collectives(run.compiled))
         assert total == communication.all_reduce_bytes(n_data, n_model, 64)
 
 
@@ -141,7 +119,7 @@ def test_the_printed_tables(runs, capsys):
 def test_with_a_bigger_batch_the_mixed_mesh_moves_least(big):
     compiled, out = big
     totals = {
-        shape: sum(n for _, _, n in communication.collective_bytes(run.compiled))
+        shape: sum(c.result_bytes for c in read_collectives(run.compiled))
         for shape, run in compiled.items()
     }
     assert totals == {

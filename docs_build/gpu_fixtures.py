@@ -1,0 +1,145 @@
+"""Write GPU programs, compiled without a GPU, as fixtures for the HLO readers' tests.
+
+    uv venv /tmp/gpuvenv --python 3.12
+    uv pip install --python /tmp/gpuvenv/bin/python jax==0.12.0.1 jaxlib==0.12.0.1 \\
+        jax-cuda12-plugin==0.12.0.1 flax==0.12.12 optax==0.2.8 rich
+    JAX_PLATFORMS=cpu /tmp/gpuvenv/bin/python -m docs_build.gpu_fixtures
+
+A throwaway environment on purpose: the CUDA plugin is in no nox session and no dependency
+group. `JAX_PLATFORMS=cpu` keeps the plugin from looking for a GPU when JAX starts;
+`get_topology_desc` then describes 8 H100s on one host from the card's spec below, and XLA
+compiles for them (its SPMD partitioner, collective passes and scheduler; no autotuning).
+Nothing runs on a GPU. Each fixture is trimmed as `docs_build.tpu.fixtures.trim` trims
+the TPU ones (debug tables, metadata, computations with no collective or matmul) and
+starts with comment lines saying how it was made.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# The card's GpuTargetConfigProto, from XLA's xla/tools/hlo_opt/gpu_specs/h100_sxm.txtpb
+# (values as FACTS.md lists them), with the cuDNN and CUDA versions the compile asks for.
+H100_SXM = """
+gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 3352320000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 84978434048
+  shared_memory_per_block_optin: 232448
+  cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 8 }
+runtime_version { major: 12 minor: 9 }
+device_description_str: "NVIDIA H100 80GB HBM3"
+"""
+TOPOLOGY = "1x1x8"  # one host with 8 GPUs
+
+
+def h100_devices() -> list:
+    from jax.experimental import topologies
+
+    topology = topologies.get_topology_desc(
+        platform="cuda", target_config=H100_SXM, topology=TOPOLOGY
+    )
+    return list(topology.devices)
+
+
+def header(what: str) -> str:
+    import jax
+
+    return (
+        f"// {what}\n"
+        f"// Compiled without a GPU for 8 x H100 SXM (topology {TOPOLOGY}) with jax and\n"
+        f"// jaxlib {jax.__version__} and jax-cuda12-plugin, JAX_PLATFORMS=cpu:\n"
+        "// `JAX_PLATFORMS=cpu python -m docs_build.gpu_fixtures` (see its docstring);\n"
+        "// trimmed as docs_build.tpu.fixtures.trim trims the TPU fixtures.\n"
+    )
+
+
+def step_text(strategy: str) -> str:
+    """The choosing page's step, as the TPU tables compile it (docs_build.tpu.steps)."""
+    from docs_build.tpu import steps
+
+    return steps.STRATEGIES[strategy](h100_devices()).compile().as_text()
+
+
+def shard_map_text() -> str:
+    """Every kind of collective on a (2, 4) mesh, and a psum in a scan of 3."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import P
+    from jax.sharding import Mesh, NamedSharding
+
+    mesh = Mesh(np.array(h100_devices()).reshape(2, 4), ("x", "y"))
+
+    def f(x):
+        shifted = jax.lax.ppermute(x, "y", [(i, (i + 1) % 4) for i in range(4)])
+        swapped = jax.lax.all_to_all(x, "y", 0, 0, tiled=True)
+        scattered = jax.lax.psum_scatter(x, "y", scatter_dimension=0, tiled=True)
+        summed = jax.lax.psum(x, "x")
+        gathered = jax.lax.all_gather(x, ("x", "y"), tiled=True)
+
+        def body(c, _):
+            return c + jax.lax.psum(c, "y"), None
+
+        looped, _ = jax.lax.scan(body, x, None, length=3)
+        return shifted, swapped, scattered, summed, gathered, looped
+
+    spec = P("x", "y")
+    mapped = jax.jit(
+        jax.shard_map(f, mesh=mesh, in_specs=(spec,), out_specs=P("x"), check_vma=False)
+    )
+    arg = jax.ShapeDtypeStruct(
+        (256, 1024), jnp.float32, sharding=NamedSharding(mesh, spec)
+    )
+    return mapped.lower(arg).compile().as_text()
+
+
+FIXTURES = {
+    "gpu_h100x8_dp_step.hlo": (
+        "The choosing page's data-parallel step (MLP 1024 -> 4096 -> 1024, f32, Adam, "
+        "batch 256).",
+        lambda: step_text("data parallel"),
+    ),
+    "gpu_h100x8_fsdp_step.hlo": (
+        "The choosing page's FSDP step (MLP 1024 -> 4096 -> 1024, f32, Adam, batch 256).",
+        lambda: step_text("FSDP"),
+    ),
+    "gpu_h100x8_shard_map.hlo": (
+        "shard_map on a (2, 4) mesh: ppermute, all_to_all, psum_scatter, psum, "
+        "all_gather, and a psum in a scan of 3.",
+        shard_map_text,
+    ),
+}
+
+
+def main() -> None:
+    if os.environ.get("JAX_PLATFORMS") != "cpu":
+        sys.exit("set JAX_PLATFORMS=cpu: the CUDA plugin must not look for a GPU")
+    from docs_build.tpu.fixtures import FIXTURES as DIRECTORY
+    from docs_build.tpu.fixtures import trim
+
+    for name, (what, make) in FIXTURES.items():
+        text = header(what) + trim(make())
+        (DIRECTORY / name).write_text(text)
+        print(f"wrote {name}: {len(text):,} characters")
+
+
+if __name__ == "__main__":
+    main()
