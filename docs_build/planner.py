@@ -234,8 +234,9 @@ class Plan:
     """How the compiler moved the step's tensors (what the wire formula needs).
 
     gather: bytes per element of the gathered block matrices and head (2: the bfloat16
-    copies the matmuls use; 4: float32, gathered before the cast);
-    gradients: bytes per element of their summed gradients;
+    copies the model casts them to; 4: float32, gathered before the cast);
+    gradients: bytes per element of their summed gradients (2: the bfloat16 the
+    weight-gradient matmuls produce; 4: float32, converted before the sum);
     activations: bytes per element of the tensor axis's activation sums (one per block
     travels in float32 on every program compiled: see wire_terms);
     scatter: the matrices whose gradients are summed by a reduce-scatter over fsdp (and
@@ -245,7 +246,7 @@ class Plan:
     """
 
     gather: int = BF16
-    gradients: int = F32
+    gradients: int = BF16
     activations: int = BF16
     scatter: tuple[str, ...] = ("qkv", "out", "mlp", "mlp", "head")
 
@@ -295,8 +296,11 @@ def _matrix_sizes(model: Model, tensor: int) -> dict[str, float]:
     }
 
 
-# The plan the code asks for: gather the bf16 copies it casts, sum f32 gradients with
-# reduce-scatters (ZeRO), sum the bf16 activations of the matmuls.
+# The plan the code asks for: gather the bf16 copies it casts, sum the gradients with
+# reduce-scatters (ZeRO) in the bf16 its weight-gradient matmuls produce (the lowered step's
+# dot_generals return bf16: tests/docs_build/test_planner.py), sum the bf16 activations of
+# the matmuls. A compiled plan departs from it where the backend chose otherwise: the CPU
+# backend promotes the gradient all-reduces to f32 (its all-reduce-promotion pass).
 TEXTBOOK = Plan()
 
 

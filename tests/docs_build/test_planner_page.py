@@ -66,14 +66,31 @@ def test_the_prose_describes_the_grid_as_it_is():
 def test_the_plans_are_what_the_prose_says():
     plans = planner_page.plans()
     assert list(plans) == ["textbook", *GRID["targets"]]
-    # textbook: bf16 copies gathered, f32 gradients reduce-scattered, bf16 activations
+    text = filled()
+    # textbook: bf16 copies gathered, bf16 gradients reduce-scattered, bf16 activations
     assert plans["textbook"] == pl.Plan(
-        gather=2, gradients=4, activations=2, scatter=pl.MATRICES
+        gather=2, gradients=2, activations=2, scatter=pl.MATRICES
     )
-    # the CPU gathers and sums in float32 and all-reduces every gradient
+    assert (
+        "bfloat16 copies gathered, gradients summed with reduce-scatters in bfloat16"
+        in text
+    )
+    # the CPU gathers, sums activations and gradients in float32, all-reduces every gradient
     assert plans["cpu"] == pl.Plan(gather=4, gradients=4, activations=4, scatter=())
+    assert plans["cpu"].departures() == [
+        "gather in f32, not bf16",
+        "gradients in f32, not bf16",
+        "activations in f32, not bf16",
+        "gradients of qkv, out, mlp, mlp, head all-reduced over data x fsdp, not "
+        "scattered",
+    ]
+    # TPUs sum gradients in bfloat16, as the step asks, and scatter fewer of them
     for target in GRID["targets"][1:]:
-        assert plans[target].gradients == 2  # TPUs sum gradients in bfloat16
+        assert plans[target].gradients == 2
+        assert plans[target].departures()[0].startswith("gradients of ")
+    assert plans["v5e:2x4"].scatter == ("mlp", "head")
+    assert plans["v5p:2x2x2"].scatter == ()
+    assert "v5e all but one MLP matrix per block and the head, v5p all of them." in text
 
 
 @pytest.mark.parametrize("target", GRID["targets"])
