@@ -67,7 +67,10 @@ class Plan:
     `gather`: how FSDP assembles its kernels ("all-gather", or "all-reduce" of zero-padded
     shards); `gradients`: how FSDP sums its gradients ("reduce-scatter" or "all-reduce");
     `width`: bytes per element of what is gathered or passed between stages (4 for f32, 2
-    when the compiler moves bfloat16 copies, the type the matmuls use).
+    when the compiler moves bfloat16 copies). The MLP is float32; the TPU programs gather
+    bfloat16 because JAX's default matmul precision lets a TPU round a float32 product's
+    operands to bfloat16, not because of the chip: compiled under
+    `jax.default_matmul_precision("highest")`, v5e:2x4's FSDP step gathers float32.
     """
 
     gather: str = "all-gather"

@@ -19,7 +19,10 @@ Both are held to compiled programs (docs_build/planner_grid.json, made by
 
 Not claimed: activation and temporary bytes (no formula held within a tolerance across
 targets and sizes: `temporaries` says so), and anything about a pipeline (the transformer
-step has no pipeline; the pipeline rows are modelled, not checked: `Figures.checked`).
+step has no pipeline). Which rows of the page a compiled program checks, and what the
+others are extrapolated from, is the page's to say (docs_build.planner_page.basis): it
+depends on the grid's sizes, meshes, device count and targets, none of which the formulas
+need.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ INT32 = 4
 # Optimizer -> (slots: copies of each parameter it keeps, scalars: int32 counters in the
 # state, the step's own counter included).
 OPTIMIZERS = {"sgd": (0, 1), "momentum": (1, 1), "adam": (2, 2), "adamw": (2, 2)}
-# What the compiled grid covers: other inputs get figures, marked as not checked.
+# The optimizer and parameter type of the compiled grid (the transformer page's step):
+# a row with others is not checked (docs_build.planner_page.basis).
 CHECKED_OPTIMIZERS = ("adamw",)
 CHECKED_PARAM_BYTES = (F32,)
 
@@ -129,14 +133,6 @@ class Model:
         """L (4 d^2 + 2 d m + 2 d) + 2 V d + d: blocks, embedding and head, final norm."""
         d = self.d_model
         return self.layers * (self.layer_matrices + 2 * d) + 2 * self.vocab * d + d
-
-    @property
-    def checked(self) -> bool:
-        """Whether the compiled grid covers these inputs (optimizer, parameter type)."""
-        return (
-            self.optimizer in CHECKED_OPTIMIZERS
-            and self.param_bytes in CHECKED_PARAM_BYTES
-        )
 
 
 @dataclass(frozen=True)
@@ -234,8 +230,9 @@ class Plan:
     """How the compiler moved the step's tensors (what the wire formula needs).
 
     gather: bytes per element of the gathered block matrices and head (2: the bfloat16
-    copies the matmuls use; 4: float32, gathered before the cast);
-    gradients: bytes per element of their summed gradients;
+    copies the model casts them to; 4: float32, gathered before the cast);
+    gradients: bytes per element of their summed gradients (2: the bfloat16 the
+    weight-gradient matmuls produce; 4: float32, converted before the sum);
     activations: bytes per element of the tensor axis's activation sums (one per block
     travels in float32 on every program compiled: see wire_terms);
     scatter: the matrices whose gradients are summed by a reduce-scatter over fsdp (and
@@ -245,7 +242,7 @@ class Plan:
     """
 
     gather: int = BF16
-    gradients: int = F32
+    gradients: int = BF16
     activations: int = BF16
     scatter: tuple[str, ...] = ("qkv", "out", "mlp", "mlp", "head")
 
@@ -295,8 +292,11 @@ def _matrix_sizes(model: Model, tensor: int) -> dict[str, float]:
     }
 
 
-# The plan the code asks for: gather the bf16 copies it casts, sum f32 gradients with
-# reduce-scatters (ZeRO), sum the bf16 activations of the matmuls.
+# The plan the code asks for: gather the bf16 copies it casts, sum the gradients with
+# reduce-scatters (ZeRO) in the bf16 its weight-gradient matmuls produce (the lowered step's
+# dot_generals return bf16: tests/docs_build/test_planner.py), sum the bf16 activations of
+# the matmuls. A compiled plan departs from it where the backend chose otherwise: the CPU
+# backend promotes the gradient all-reduces to f32 (its all-reduce-promotion pass).
 TEXTBOOK = Plan()
 
 
@@ -483,7 +483,6 @@ class Figures:
     wire: float
     terms: dict[str, float] = field(default_factory=dict)
     fits: bool = False  # the state fits the memory (temporaries not counted)
-    checked: bool = False  # the grid's compiled programs cover this row
 
 
 def plan_table(
@@ -511,7 +510,6 @@ def plan_table(
                 wire=sum(terms.values()),
                 terms=terms,
                 fits=state <= memory,
-                checked=model.checked and layout.stages == 1,
             )
         )
     return rows

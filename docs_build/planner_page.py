@@ -13,6 +13,11 @@ each figure. This module gives the page what the script must not type in:
   `<!-- planner: programs -->`, `<!-- planner: largest state -->`,
   `<!-- planner: largest wire -->`) and the static table of examples a reader without the
   script sees (`<!-- planner: examples -->`);
+- `coverage()` and `basis(case, layout)`: which rows a compiled program of the grid checks
+  (its size, its device count, its mesh, its target's plan and state formula, AdamW on
+  float32 weights, and figures within the tolerance of the program's), and, for every
+  other row, what it is extrapolated from and to; the script builds the same words from
+  the same data;
 - `answer(case)`: what the page should show for a case of the form, and `cases()`, the
   grid the browser tests drive the form through (tests/browser/test_planner.py).
 """
@@ -103,6 +108,124 @@ DEFAULTS = {
 }
 
 
+# The model's fields that make a compiled size (microbatches only shape the pipeline).
+SIZE_FIELDS = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "remat")
+# What a row's "figures" cell says; the script fills the same templates (str.format's
+# {name}, which it replaces with the same values).
+LABELS = {
+    "checked": "checked against the compiled {target} program",
+    "extrapolated": "extrapolated from the {devices}-device {target} programs of the "
+    "{sizes} compiled sizes to {what}",
+    "pipeline": "modelled: the step has no pipeline to compile",
+    "any target": "CPU and TPU",
+    "textbook": "the textbook plan",
+    "devices": "{devices} devices",
+    "one device": "one device",
+    "size": "a size not compiled",
+    "optimizer": "the {optimizer} optimizer",
+    "param_bytes": "bfloat16 parameters",
+    "backend": "the {backend} state formula",
+    "mesh": "this mesh",
+    "plan": "this size under the page size's plan",
+    "and": ", ",
+}
+
+
+def backend_of(target: str) -> str:
+    """The state formula that holds for a target's programs (as planner.against_compiled)."""
+    return "cpu" if target == "cpu" else "tpu"
+
+
+def target_label(target: str) -> str:
+    return "CPU" if target == "cpu" else f"TPU {target}"
+
+
+@cache
+def coverage() -> dict:
+    """What the grid compiled, as the planner's rows meet it: its device count, its sizes
+    (the model fields of each configuration), its targets (their plan's name, label and
+    state formula), the optimizer and parameter type, and each program a planner row can
+    be (a layout the planner lists for that many devices) as [size index, data, fsdp,
+    tensor, target, held]: held when the row's figures under the target's offered plan
+    and state formula are within planner.TOLERANCE of the program's own."""
+    data = compiled()
+    names = list(data["configs"])
+    sizes = [{k: data["configs"][c][k] for k in SIZE_FIELDS} for c in names]
+    plan_of = plans()
+    listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
+    programs = []
+    for e in data["entries"]:
+        if tuple(e["mesh"]) not in listed:
+            continue
+        model, layout = pl.model_of(data, e["config"]), pl.entry_layout(e)
+        target = e["target"]
+        state = pl.state_bytes(model, layout, backend_of(target))
+        wire = pl.wire_bytes(model, layout, plan_of[target])
+        compiled_wire = sum(s["wire_bytes"] for s in e["summary"].values())
+        held = all(
+            abs(ours - theirs) <= pl.TOLERANCE * theirs
+            for ours, theirs in (
+                (state, e["memory"]["argument_bytes"]),
+                (wire, compiled_wire),
+            )
+        )
+        programs.append([names.index(e["config"]), *e["mesh"], target, held])
+    return {
+        "devices": grid.DEVICES,
+        "sizes": sizes,
+        "targets": {
+            t: {"label": target_label(t), "backend": backend_of(t)}
+            for t in data["targets"]
+        },
+        "size_fields": SIZE_FIELDS,
+        "optimizers": pl.CHECKED_OPTIMIZERS,
+        "param_bytes": pl.CHECKED_PARAM_BYTES,
+        "programs": programs,
+        "labels": LABELS,
+    }
+
+
+def basis(case: dict, layout: pl.Layout) -> tuple[bool, str]:
+    """Whether a compiled program checks this row, and the words the page shows: what
+    checked it, or what it is extrapolated from and to."""
+    cov = coverage()
+    words = cov["labels"]
+    if layout.stages > 1:
+        return False, words["pipeline"]
+    size = {k: case[k] for k in SIZE_FIELDS}
+    index = cov["sizes"].index(size) if size in cov["sizes"] else None
+    what = []
+    target = None
+    if case["plan"] in cov["targets"]:
+        target = cov["targets"][case["plan"]]
+    else:
+        what.append(words["textbook"])
+    if case["devices"] == 1:
+        what.append(words["one device"])
+    elif case["devices"] != cov["devices"]:
+        what.append(words["devices"].format(devices=case["devices"]))
+    if index is None:
+        what.append(words["size"])
+    if case["optimizer"] not in cov["optimizers"]:
+        what.append(words["optimizer"].format(optimizer=case["optimizer"]))
+    if case["param_bytes"] not in cov["param_bytes"]:
+        what.append(words["param_bytes"])
+    if target and case["backend"] != target["backend"]:
+        what.append(words["backend"].format(backend=case["backend"].upper()))
+    if not what:
+        program = [index, *layout.mesh, case["plan"]]
+        held = [p[-1] for p in cov["programs"] if p[:-1] == program]
+        if held == [True]:
+            return True, words["checked"].format(target=target["label"])
+        what.append(words["plan"] if held else words["mesh"])
+    return False, words["extrapolated"].format(
+        devices=cov["devices"],
+        target=target["label"] if target else words["any target"],
+        sizes=len(cov["sizes"]),
+        what=words["and"].join(what),
+    )
+
+
 def model_of(case: dict) -> pl.Model:
     fields = (*SIZES, "optimizer", "param_bytes", "remat")
     return pl.Model(**{k: case[k] for k in fields})
@@ -122,18 +245,21 @@ def answer(case: dict) -> dict:
         )
     except pl.CostModelError as err:
         return {"error": str(err)}
-    rows = [
-        {
-            "layout": r.layout.name,
-            "mesh": [*r.layout.mesh, r.layout.stages],
-            "state": r.state,
-            "wire": r.wire,
-            "terms": r.terms,
-            "fits": r.fits,
-            "checked": r.checked,
-        }
-        for r in table
-    ]
+    rows = []
+    for r in table:
+        checked, text = basis(case, r.layout)
+        rows.append(
+            {
+                "layout": r.layout.name,
+                "mesh": [*r.layout.mesh, r.layout.stages],
+                "state": r.state,
+                "wire": r.wire,
+                "terms": r.terms,
+                "fits": r.fits,
+                "checked": checked,
+                "basis": text,
+            }
+        )
     kept = {(*r.layout.mesh, r.layout.stages) for r in table}
     left_out = []
     for layout in pl.layouts(case["devices"]):
@@ -211,8 +337,7 @@ def examples_table(case: dict) -> str:
     for r in found["rows"]:
         lines.append(
             f"| {r['layout']} | {mesh_text(r['mesh'])} | {size_text(r['state'])} | "
-            f"{'yes' if r['fits'] else 'no'} | {size_text(r['wire'])} | "
-            f"{'checked' if r['checked'] else 'modelled'} |"
+            f"{'yes' if r['fits'] else 'no'} | {size_text(r['wire'])} | {r['basis']} |"
         )
     for r in found["left_out"]:
         lines.append(f"| {r['layout']} | left out: {r['reason']} | | | | |")
@@ -234,8 +359,7 @@ def data_json() -> str:
     """The constants the script computes with, as JSON safe inside a <script> element."""
     data = {
         "optimizers": pl.OPTIMIZERS,
-        "checked_optimizers": pl.CHECKED_OPTIMIZERS,
-        "checked_param_bytes": pl.CHECKED_PARAM_BYTES,
+        "coverage": coverage(),
         "f32": pl.F32,
         "int32": pl.INT32,
         "tpu": {
@@ -337,8 +461,9 @@ REFUSED = (
 
 def cases() -> list[dict]:
     """The form's inputs for the browser tests, drawn with a fixed seed: every size of a
-    list with device counts from 1 to 256, DRAWN cases of sizes drawn freely, each with an
-    optimizer, parameter type, backend and plan, and the refused inputs."""
+    list with device counts from 1 to 256, each compiled size as the grid compiled it,
+    DRAWN cases of sizes drawn freely, each with an optimizer, parameter type, backend and
+    plan, and the refused inputs."""
     rng = random.Random(0)
     found = []
     for sizes in SIZE_CHOICES:
@@ -354,6 +479,19 @@ def cases() -> list[dict]:
                     "memory": rng.choice((0.5, 1, 16, 80)),
                     "backend": rng.choice(pl.BACKENDS),
                     "plan": rng.choice(sorted(plans())),
+                }
+            )
+    # each compiled size on its 8 devices with each target's plan and state formula: the
+    # rows a program checks, and the v5e FSDP rows its plan misses
+    for sizes in SIZE_CHOICES[: len(grid.CONFIGS)]:
+        for target in compiled()["targets"]:
+            found.append(
+                {
+                    **DEFAULTS,
+                    **sizes,
+                    "devices": grid.DEVICES,
+                    "plan": target,
+                    "backend": backend_of(target),
                 }
             )
     for _ in range(DRAWN):

@@ -97,8 +97,6 @@
     var d = model.d_model;
     model.layerMatrices = exact(4 * d * d + 2 * d * model.mlp);
     model.params = exact(model.layers * (model.layerMatrices + 2 * d) + 2 * model.vocab * d + d);
-    model.checked = DATA.checked_optimizers.indexOf(model.optimizer) >= 0 &&
-      DATA.checked_param_bytes.indexOf(model.param_bytes) >= 0;
     return model;
   }
 
@@ -249,8 +247,58 @@
     ];
   }
 
-  // planner.plan_table, and the layouts it leaves out with check()'s reason.
-  function planTable(model, devices, memory, plan, backend) {
+  // str.format's {name} fields, as planner_page fills the same templates.
+  function fill(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (_, name) { return String(values[name]); });
+  }
+
+  // planner_page.basis: whether a compiled program of the grid checks the row, and the
+  // words the page shows: what checked it, or what it is extrapolated from and to.
+  function basis(c, l) {
+    var cov = DATA.coverage, words = cov.labels, m = c.model;
+    if (l.stages > 1) return [false, words.pipeline];
+    var index = null;
+    for (var i = 0; i < cov.sizes.length && index === null; i++) {
+      var same = cov.size_fields.every(function (k) { return cov.sizes[i][k] === m[k]; });
+      if (same) index = i;
+    }
+    var what = [];
+    var target = Object.prototype.hasOwnProperty.call(cov.targets, c.planName) ?
+      cov.targets[c.planName] : null;
+    if (!target) what.push(words.textbook);
+    if (c.devices === 1) what.push(words["one device"]);
+    else if (c.devices !== cov.devices) what.push(fill(words.devices, { devices: c.devices }));
+    if (index === null) what.push(words.size);
+    if (cov.optimizers.indexOf(m.optimizer) < 0) {
+      what.push(fill(words.optimizer, { optimizer: m.optimizer }));
+    }
+    if (cov.param_bytes.indexOf(m.param_bytes) < 0) what.push(words.param_bytes);
+    if (target && c.backend !== target.backend) {
+      what.push(fill(words.backend, { backend: c.backend.toUpperCase() }));
+    }
+    if (!what.length) {
+      var program = [index, l.data, l.fsdp, l.tensor, c.planName];
+      var held = cov.programs.filter(function (p) {
+        return program.every(function (x, k) { return p[k] === x; });
+      }).map(function (p) { return p[p.length - 1]; });
+      if (held.length === 1 && held[0] === true) {
+        return [true, fill(words.checked, { target: target.label })];
+      }
+      what.push(held.length ? words.plan : words.mesh);
+    }
+    return [false, fill(words.extrapolated, {
+      devices: cov.devices,
+      target: target ? target.label : words["any target"],
+      sizes: cov.sizes.length,
+      what: what.join(words.and)
+    })];
+  }
+
+  // planner.plan_table, and the layouts it leaves out with check()'s reason; each row
+  // with planner_page.basis.
+  function planTable(c) {
+    var model = c.model, devices = c.devices, memory = c.memory, plan = c.plan;
+    var backend = c.backend;
     if (!(memory > 0)) {
       throw new CostModelError("memory per device must be positive, not " + memory);
     }
@@ -265,13 +313,15 @@
         return;
       }
       var terms = wireTerms(model, l, plan);
+      var found = basis(c, l);
       rows.push({
         layout: l,
         state: state,
         wire: pysum(terms.map(function (x) { return x[1]; })),
         terms: terms,
         fits: state <= memory,
-        checked: model.checked && l.stages === 1
+        checked: found[0],
+        basis: found[1]
       });
     });
     return { rows: rows, leftOut: leftOut };
@@ -362,7 +412,7 @@
         grouped(MAX_DEVICES) + " devices");
     }
     return { model: model, devices: devices, memory: memory, gib: gib,
-      plan: DATA.plans[f.plan.value], backend: f.backend.value };
+      plan: DATA.plans[f.plan.value], planName: f.plan.value, backend: f.backend.value };
   };
 
   // Draws the answer again only when a field changed: a field's `change` event (on leaving
@@ -377,7 +427,7 @@
     var c, found;
     try {
       c = this.read();
-      found = planTable(c.model, c.devices, c.memory, c.plan, c.backend);
+      found = planTable(c);
     } catch (err) {
       if (!(err instanceof CostModelError)) throw err;
       this.summary.textContent = "";
@@ -432,7 +482,7 @@
       row.appendChild(element("td", { "data-planner": "state" }, sizeText(r.state)));
       row.appendChild(element("td", {}, r.fits ? "yes" : "no"));
       row.appendChild(element("td", { "data-planner": "wire" }, sizeText(r.wire)));
-      row.appendChild(element("td", {}, r.checked ? "checked" : "modelled"));
+      row.appendChild(element("td", { "data-planner": "basis" }, r.basis));
       var cell = element("td");
       var details = element("details");
       details.appendChild(element("summary", {

@@ -42,6 +42,7 @@ DRIVE = """(cases) => {
         wire: tr.dataset.wire,
         fits: tr.dataset.fits === 'true',
         checked: tr.dataset.checked === 'true',
+        basis: tr.querySelector('[data-planner=basis]').textContent,
         terms: Object.fromEntries([...tr.querySelectorAll('[data-term]')].map(
           (dt) => [dt.dataset.term, dt.dataset.bytes])),
         shown: [tr.querySelector('[data-planner=state]').textContent,
@@ -64,7 +65,7 @@ def read_back(result: dict) -> dict:
     for r in result["rows"]:
         rows.append(
             {
-                **{k: r[k] for k in ("layout", "mesh", "fits", "checked")},
+                **{k: r[k] for k in ("layout", "mesh", "fits", "checked", "basis")},
                 "state": float(r["state"]),
                 "wire": float(r["wire"]),
                 "terms": {k: float(v) for k, v in r["terms"].items()},

@@ -15,6 +15,9 @@ from docs_build import planner_grid as grid
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "strategy-planner.md"
 GRID = planner_page.compiled()
+ENTRIES_BY_KEY = {
+    (e["target"], e["config"], tuple(e["mesh"])): e for e in GRID["entries"]
+}
 
 
 def filled() -> str:
@@ -60,20 +63,55 @@ def test_the_prose_describes_the_grid_as_it_is():
     assert [t.split(":")[0] for t in tpus] == ["v5e", "v5p"]
     assert "for the CPU backend and for two TPU targets (v5e and v5p)" in text
     assert pl.CHECKED_OPTIMIZERS == ("adamw",) and pl.CHECKED_PARAM_BYTES == (pl.F32,)
-    assert "other than AdamW or parameters in bfloat16" in text
+    assert "AdamW on float32 weights (all the grid compiled)" in text
+    # the v5e plan offered misses the FSDP programs of the three sizes it was not read at
+    unheld = [p for p in planner_page.coverage()["programs"] if not p[-1]]
+    names = list(GRID["configs"])
+    assert {(names[p[0]], tuple(p[1:4]), p[4]) for p in unheld} == {
+        (c, (1, 8, 1), "v5e:2x4") for c in names if c != planner_page.PLAN_CONFIG
+    }
+    assert len(unheld) == 3 and "the FSDP programs of the three other sizes" in text
+    # and a compiler may plan differently for more devices: the MLP's FSDP step on v5e
+    tpu = json.loads(
+        (PAGE.parents[2] / "docs_build" / "tpu" / "results.json").read_text()
+    )
+    fsdp = {
+        p["target"]: set(p["summary"])
+        for p in tpu["programs"]
+        if p["strategy"] == "FSDP"
+    }
+    assert "all-gather" in fsdp["v5e:2x4"] and fsdp["v5e:8x8"] == {"all-reduce"}
+    assert "all-gathers on 8 v5e chips and with all-reduces on 64" in text
 
 
 def test_the_plans_are_what_the_prose_says():
     plans = planner_page.plans()
     assert list(plans) == ["textbook", *GRID["targets"]]
-    # textbook: bf16 copies gathered, f32 gradients reduce-scattered, bf16 activations
+    text = filled()
+    # textbook: bf16 copies gathered, bf16 gradients reduce-scattered, bf16 activations
     assert plans["textbook"] == pl.Plan(
-        gather=2, gradients=4, activations=2, scatter=pl.MATRICES
+        gather=2, gradients=2, activations=2, scatter=pl.MATRICES
     )
-    # the CPU gathers and sums in float32 and all-reduces every gradient
+    assert (
+        "bfloat16 copies gathered, gradients summed with reduce-scatters in bfloat16"
+        in text
+    )
+    # the CPU gathers, sums activations and gradients in float32, all-reduces every gradient
     assert plans["cpu"] == pl.Plan(gather=4, gradients=4, activations=4, scatter=())
+    assert plans["cpu"].departures() == [
+        "gather in f32, not bf16",
+        "gradients in f32, not bf16",
+        "activations in f32, not bf16",
+        "gradients of qkv, out, mlp, mlp, head all-reduced over data x fsdp, not "
+        "scattered",
+    ]
+    # TPUs sum gradients in bfloat16, as the step asks, and scatter fewer of them
     for target in GRID["targets"][1:]:
-        assert plans[target].gradients == 2  # TPUs sum gradients in bfloat16
+        assert plans[target].gradients == 2
+        assert plans[target].departures()[0].startswith("gradients of ")
+    assert plans["v5e:2x4"].scatter == ("mlp", "head")
+    assert plans["v5p:2x2x2"].scatter == ()
+    assert "v5e all but one MLP matrix per block and the head, v5p all of them." in text
 
 
 @pytest.mark.parametrize("target", GRID["targets"])
@@ -125,7 +163,7 @@ def test_the_static_examples_are_what_the_planner_gives():
                 planner_page.size_text(row.state),
                 "yes" if row.fits else "no",
                 planner_page.size_text(row.wire),
-                "checked" if row.checked else "modelled",
+                planner_page.basis(case, row.layout)[1],
             ]
         for line in lines[len(rows) :]:
             name, reason = [c.strip() for c in line.strip("|").split("|")][:2]
@@ -168,6 +206,7 @@ def test_the_scripts_constants_are_the_planners():
         )
         assert got["departures"] == plan.departures()
     assert data["defaults"] == planner_page.DEFAULTS
+    assert data["coverage"] == json.loads(json.dumps(planner_page.coverage()))
     assert "<" not in found.group(1)  # nothing in it can end the script element
 
 
@@ -198,3 +237,132 @@ def test_refused_inputs_get_the_planners_messages():
     assert planner_page.answer({**planner_page.DEFAULTS, "heads": 7}) == {
         "error": "d_model 1024 does not split into 7 heads: make d_model a multiple of heads"
     }
+
+
+def rows_of(case: dict) -> list[dict]:
+    return planner_page.answer(case)["rows"]
+
+
+def test_the_textbook_default_has_no_checked_row():
+    """The textbook plan is no target's: the form's starting point checks nothing."""
+    case = planner_page.DEFAULTS
+    assert case["plan"] == "textbook"
+    rows = rows_of(case)
+    assert not any(r["checked"] for r in rows)
+    extrapolated = (
+        "extrapolated from the 8-device CPU and TPU programs of the 4 compiled sizes to "
+        "the textbook plan"
+    )
+    assert [r["basis"] for r in rows] == [extrapolated] * 5 + [
+        "modelled: the step has no pipeline to compile"
+    ]
+
+
+def test_the_large_example_has_no_checked_row():
+    """6.7 B parameters on 64 devices: the v5p plan was read from 8-device programs of
+    other sizes, so every row says it is extrapolated, and from what."""
+    case = planner_page.EXAMPLES[1]
+    assert (case["devices"], case["plan"]) == (64, "v5p:2x2x2")
+    rows = rows_of(case)
+    assert rows and not any(r["checked"] for r in rows)
+    assert {r["basis"] for r in rows} == {
+        "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 4 compiled sizes "
+        "to 64 devices, a size not compiled"
+    }
+    text = filled()
+    first = planner_page.EXAMPLES[0]["plan"]
+    assert f"the first prices the {first} plan" in text
+    assert (
+        f"the second {case['devices']} devices and a size the grid did not compile"
+        in text
+    )
+
+
+def grid_case(config: str, target: str) -> dict:
+    fields = {k: GRID["configs"][config][k] for k in planner_page.SIZE_FIELDS}
+    return {
+        **planner_page.DEFAULTS,
+        **fields,
+        "devices": grid.DEVICES,
+        "plan": target,
+        "backend": "cpu" if target == "cpu" else "tpu",
+    }
+
+
+@pytest.mark.parametrize("target", GRID["targets"])
+@pytest.mark.parametrize("config", list(GRID["configs"]))
+def test_a_grid_entrys_own_inputs_are_checked(config, target):
+    """A compiled program's own inputs give rows it checks: each row's figures are its
+    program's within the tolerance; only the v5e FSDP rows of the sizes its plan was not
+    read at, which that plan misses, are not."""
+    rows = rows_of(grid_case(config, target))
+    meshes = [r for r in rows if r["mesh"][3] == 1]
+    assert [tuple(r["mesh"][:3]) for r in meshes] == [
+        lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)
+    ]
+    for row in meshes:
+        entry = ENTRIES_BY_KEY[target, config, tuple(row["mesh"][:3])]
+        compiled_wire = sum(s["wire_bytes"] for s in entry["summary"].values())
+        state = entry["memory"]["argument_bytes"]
+        held = row["state"] == pytest.approx(state, rel=pl.TOLERANCE) and row[
+            "wire"
+        ] == pytest.approx(compiled_wire, rel=pl.TOLERANCE)
+        missed = (target, row["mesh"][:3]) == ("v5e:2x4", [1, 8, 1])
+        assert held == (config == planner_page.PLAN_CONFIG or not missed)
+        assert row["checked"] == held
+        if held:
+            assert row["basis"] == (
+                "checked against the compiled "
+                f"{'CPU' if target == 'cpu' else 'TPU ' + target} program"
+            )
+        else:
+            assert row["basis"].endswith("to this size under the page size's plan")
+    # the pipeline, where the layers split into stages: nothing compiled
+    assert not any(r["checked"] for r in rows if r["mesh"][3] > 1)
+
+
+def test_a_row_is_checked_only_inside_what_the_grid_compiled():
+    """Over the browser tests' inputs: every checked row has a compiled size, 8 devices,
+    a compiled mesh, a target's plan and state formula, AdamW and float32 parameters."""
+    sizes = [
+        {k: c[k] for k in planner_page.SIZE_FIELDS} for c in GRID["configs"].values()
+    ]
+    checked = 0
+    for case in planner_page.cases():
+        for row in planner_page.answer(case).get("rows", []):
+            if not row["checked"]:
+                assert not row["basis"].startswith("checked")
+                continue
+            checked += 1
+            assert {k: case[k] for k in planner_page.SIZE_FIELDS} in sizes
+            assert case["devices"] == grid.DEVICES
+            assert tuple(row["mesh"][:3]) in grid.MESHES and row["mesh"][3] == 1
+            assert case["plan"] in GRID["targets"]
+            assert case["backend"] == ("cpu" if case["plan"] == "cpu" else "tpu")
+            assert (case["optimizer"], case["param_bytes"]) == ("adamw", 4)
+    assert checked == 4 * 3 * 5 - 3
+
+
+@pytest.mark.parametrize(
+    ("change", "outside"),
+    [
+        ({"devices": 16}, "16 devices"),
+        ({"devices": 1}, "one device"),
+        ({"optimizer": "sgd"}, "the sgd optimizer"),
+        ({"param_bytes": 2}, "bfloat16 parameters"),
+        ({"backend": "cpu"}, "the CPU state formula"),
+        ({"d_model": 2048, "heads": 16}, "a size not compiled"),
+        ({"batch": 32}, "a size not compiled"),
+        ({"remat": False}, "a size not compiled"),
+    ],
+)
+def test_a_row_outside_the_grid_says_what_it_is_extrapolated_to(change, outside):
+    rows = rows_of({**grid_case(planner_page.PLAN_CONFIG, "v5p:2x2x2"), **change})
+    assert rows and not any(r["checked"] for r in rows)
+    for row in rows:
+        if row["mesh"][3] > 1:
+            continue
+        assert row["basis"] == (
+            "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 4 compiled "
+            f"sizes to {outside}"
+        )
