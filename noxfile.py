@@ -311,6 +311,8 @@ def latest(session: nox.Session) -> None:
         python_exe,
         "-m",
         "pytest",
+        "-m",
+        "",  # every test, the daily ones too
         *workers,
         *session.posargs,
         external=True,

@@ -182,6 +182,8 @@ def test_the_textbook_gradient_width_is_what_the_lowered_step_asks_for(devices):
     }
 
 
+# Daily: the stored CPU rows change only with the pinned versions, checked on every push.
+@pytest.mark.daily
 @pytest.mark.parametrize("mesh", [(2, 2, 2), (1, 1, 8)], ids=str)
 def test_cpu_rows_are_what_this_environment_compiles(devices, mesh):
     now = grid.describe("cpu", "tiny", mesh, devices)

@@ -158,6 +158,8 @@ def test_abstract_state_is_placed_as_the_choosing_page_places_real_state(devices
     assert x.shape == (steps.BATCH, steps.D) and x.sharding.spec == batch_spec
 
 
+# Daily: the stored CPU rows change only with the pinned versions, checked on every push.
+@pytest.mark.daily
 @pytest.mark.parametrize("strategy", list(steps.STRATEGIES))
 def test_cpu_rows_are_what_this_environment_compiles(devices, strategy):
     """Recompile the CPU row here: the committed file was made by this code."""

@@ -36,6 +36,8 @@ def test_each_program_agrees_with_itself(key):
     assert all(f["matmuls"] >= 0 for f in p["in_flight"])
 
 
+# Daily: the stored CPU rows change only with the pinned versions, checked on every push.
+@pytest.mark.daily
 @pytest.mark.parametrize("name", list(advanced.PROGRAMS))
 def test_cpu_rows_are_what_this_environment_compiles(devices, name):
     now = driver.describe("cpu", name, devices)
