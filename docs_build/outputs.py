@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import traceback
@@ -337,6 +338,106 @@ class PageResult:
     ]  # per block: chunks {"text": ...} or {"svg": ..., "alt": ...}
 
 
+def page_env() -> dict[str, str]:
+    return {
+        # Nothing that would give the page devices it did not set up itself.
+        **{k: v for k, v in os.environ.items() if k not in PRESETS},
+        "MPLBACKEND": "Agg",  # plots are captured as SVG, never shown in a window
+        **({"XLA_FLAGS": f"--xla_cpu_max_isa={ISA}"} if ISA else {}),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+# Importing jax, flax, optax and matplotlib costs a page's process about 1.5 s of CPU, more
+# than most pages' own code. So the build keeps processes that have imported them (and
+# started nothing: no JAX backend, no devices), one per page running at once, and forks one
+# for each page: the page still gets a process of its own, a new __main__ and no devices it
+# did not set up, as a reader's fresh Python gives it. Where fork is missing, or
+# DOCS_FRESH_PROCESS=1, each page starts a new interpreter instead.
+PRELOADED = (
+    "jax",
+    "jax.numpy",
+    "flax.nnx",
+    "optax",
+    "matplotlib.pyplot",
+    "rich.console",
+)
+_idle_forkers: list[tuple[dict, subprocess.Popen]] = []
+_forkers_lock = threading.Lock()
+
+
+def _take_forker(env: dict[str, str]) -> subprocess.Popen:
+    """An idle forker started with `env`, or a new one; others (another env) are stopped."""
+    with _forkers_lock:
+        while _idle_forkers:
+            started_with, forker = _idle_forkers.pop()
+            if started_with == env and forker.poll() is None:
+                return forker
+            forker.stdin.close()  # it exits when its input ends
+    return subprocess.Popen(
+        [sys.executable, "-m", "docs_build.outputs", "--forker"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _run_blocks(spec: Path, result: Path, tmp: Path) -> tuple[int, str]:
+    """Run a page's blocks in a process of their own: (exit code, what it wrote to stderr)."""
+    if not hasattr(os, "fork") or os.environ.get("DOCS_FRESH_PROCESS") == "1":
+        command = [sys.executable, "-m", "docs_build.outputs", "--exec"]
+        proc = subprocess.run(
+            [*command, str(spec), str(result)],
+            cwd=ROOT,
+            env=page_env(),
+            capture_output=True,
+            text=True,
+        )
+        return proc.returncode, proc.stderr
+    env = page_env()
+    forker = _take_forker(env)
+    stderr = tmp / "stderr.txt"
+    forker.stdin.write(json.dumps([str(spec), str(result), str(stderr)]) + "\n")
+    forker.stdin.flush()
+    reply = forker.stdout.readline()
+    if not reply:  # the forker itself died
+        return forker.wait(), ""
+    with _forkers_lock:
+        _idle_forkers.append((env, forker))
+    return int(reply), stderr.read_text(encoding="utf-8", errors="replace")
+
+
+def _forker() -> int:
+    """Import the heavy modules once, then fork a child per request line on stdin
+    (`[spec, result, stderr file]`), wait for it, and answer its exit code."""
+    import importlib
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+    for line in sys.stdin:
+        spec, result, stderr = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if (
+            pid == 0
+        ):  # the page's process: it exits as an interpreter does, atexit and all
+            try:
+                sys.stdin.close()
+                with open(stderr, "w") as err, open(os.devnull, "w") as out:
+                    os.dup2(out.fileno(), 1)
+                    os.dup2(err.fileno(), 2)
+                code = _exec_blocks(Path(spec), Path(result))
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+            sys.exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
+    return 0
+
+
 def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
     """Run a page's blocks in a fresh interpreter and store what they printed."""
     rel = blocks[0].page if blocks else page.name
@@ -345,37 +446,13 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
     with tempfile.TemporaryDirectory() as tmp:
         spec, result = Path(tmp, "blocks.json"), Path(tmp, "result.json")
         spec.write_text(json.dumps([asdict(b) for b in blocks]), encoding="utf-8")
-        env = {
-            # Nothing that would give the page devices it did not set up itself.
-            **{k: v for k, v in os.environ.items() if k not in PRESETS},
-            "MPLBACKEND": "Agg",  # plots are captured as SVG, never shown in a window
-            **({"XLA_FLAGS": f"--xla_cpu_max_isa={ISA}"} if ISA else {}),
-            "PYTHONPATH": os.pathsep.join(
-                [str(ROOT), os.environ.get("PYTHONPATH", "")]
-            ),
-        }
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "docs_build.outputs",
-                "--exec",
-                str(spec),
-                str(result),
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not result.exists():
+        returncode, stderr = _run_blocks(spec, result, Path(tmp))
+        if returncode != 0 or not result.exists():
             try:
                 failure = json.loads(result.read_text(encoding="utf-8"))["error"]
             except (OSError, ValueError, KeyError):
-                failure = (
-                    f"{rel}: the page's program died (exit code {proc.returncode})."
-                )
-            raise SnippetError(f"{failure}\n{proc.stderr.strip()}".strip())
+                failure = f"{rel}: the page's program died (exit code {returncode})."
+            raise SnippetError(f"{failure}\n{stderr.strip()}".strip())
         outputs = json.loads(result.read_text(encoding="utf-8"))["blocks"]
     # Write then rename, so a build running beside this one never reads half a file.
     target = cache_file(rel)
@@ -534,9 +611,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("BLOCKS", "RESULT"),
         help=argparse.SUPPRESS,
     )
+    parser.add_argument("--forker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.exec:
         return _exec_blocks(*args.exec)
+    if args.forker:
+        return _forker()
     if args.versions:
         print(" ".join(f"{name}=={version}" for name, version in versions().items()))
         return 0

@@ -197,6 +197,44 @@ def test_a_page_gets_no_devices_it_did_not_set_up(tmp_path, cache, monkeypatch):
     assert outputs.ensure([page])[str(page)].blocks == [[{"text": "1\n"}]]
 
 
+@pytest.mark.slow
+def test_pages_forked_one_after_another_share_nothing(tmp_path, cache):
+    """Each page gets a process of its own, though the build forks it from one that has
+    imported jax already: nothing a page did reaches the next one."""
+    first = tmp_path / "first.md"
+    first.write_text(
+        "# A\n\n```{.python}\nimport sys\n\nsys.modules['left'] = 1\nx = 1\n"
+        "print('set')\n```\n",
+        encoding="utf-8",
+    )
+    second = tmp_path / "second.md"
+    second.write_text(
+        "# B\n\n```{.python}\nimport sys\n\n"
+        "print('left' in sys.modules, 'x' in globals())\n```\n",
+        encoding="utf-8",
+    )
+    outputs.ensure([first], jobs=1)
+    assert outputs.ensure([second], jobs=1)[str(second)].blocks == [
+        [{"text": "False False\n"}]
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fresh", ["0", "1"], ids=["forked", "fresh interpreter"])
+def test_a_page_whose_process_dies_is_reported_with_its_exit_code(
+    tmp_path, cache, monkeypatch, fresh
+):
+    monkeypatch.setenv("DOCS_FRESH_PROCESS", fresh)
+    page = tmp_path / "dies.md"
+    page.write_text(
+        "# Dies\n\n```{.python}\nimport os\n\nos._exit(3)\n```\n", encoding="utf-8"
+    )
+    with pytest.raises(outputs.SnippetError, match=r"died \(exit code 3\)"):
+        outputs.ensure([page])
+    ok = write_page(tmp_path, "print('after')", name="after.md")
+    assert outputs.ensure([ok])[str(ok)].blocks[-1] == [{"text": "after\n"}]
+
+
 def test_draw_lines_after_a_fence_belong_to_it_and_to_the_key(tmp_path):
     page = write_page(tmp_path, "a = 1", "b = 2")
     text = page.read_text(encoding="utf-8")
