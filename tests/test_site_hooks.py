@@ -17,6 +17,7 @@ import jax
 import pytest
 from syrupy.extensions.amber import AmberSnapshotExtension
 
+import docs_build.built_site
 from docs_build import hooks as site_hooks
 from docs_build import notebooks, outputs, portable
 from docs_build.versions import pages as version_pages
@@ -36,11 +37,9 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def built_site(tmp_path_factory):
-    site = tmp_path_factory.mktemp("built") / "site"
-    proc = mkdocs_build(ROOT, site)
-    assert proc.returncode == 0, proc.stderr
-    return site
+def built_site():
+    # The strict build of this tree, kept for `nox -s browser` (docs_build/built_site.py).
+    return docs_build.built_site.built_site()
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ package to install.
 import functools
 import http.server
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -70,39 +68,16 @@ def pytest_sessionfinish(session):
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
+def site() -> Path:
     """The site, built strictly from this tree (page outputs come from the warm cache).
 
-    Built once per run: with several workers, the first to get the lock builds it and the
-    others serve the same folder.
+    Built once per state of its sources, and only if `nox -s tests` has not built the same
+    already (docs_build/built_site.py); with several workers, the first builds, the others
+    wait for it and serve the same folder.
     """
-    import fcntl
+    from docs_build.built_site import built_site
 
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
-    folder = ROOT / ".cache" / "browser-site"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / "browser-site.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = folder / ".run"
-        if not stamp.exists() or stamp.read_text() != run:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "mkdocs",
-                    "build",
-                    "--strict",
-                    "-d",
-                    str(folder),
-                ],
-                cwd=ROOT,
-                env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-                capture_output=True,
-                text=True,
-            )
-            assert proc.returncode == 0, proc.stderr
-            stamp.write_text(run)
-    return folder
+    return built_site()
 
 
 @pytest.fixture(scope="session")

@@ -43,18 +43,15 @@ NOTEBOOK_PAGES = [
     and not notebooks.needs_the_repository(blocks)
 ]
 PAGES = site_pages() + NOTEBOOK_PAGES
-# Visited on every push: one page of each kind the site builds (home, diagrams, generated
-# tables, a TPU table, the two tools, the error index, an exercise, a notebook page); every
-# page, in both schemes, once a day (`daily`).
+# Visited on every push: one page of each kind the site builds (home, diagrams, a guide with
+# folded setup and TPU tables, the two tools, a notebook page); every page, in both schemes,
+# once a day (`daily`).
 EVERY_PUSH = {
     "",
     "basics/named-sharding/",
     "training/fsdp/",
     "tools/sharding-explorer/",
     "tools/strategy-planner/",
-    "guides/compatibility/",
-    "guides/error-index/",
-    "exercises/place_batch/",
     "notebooks/training/fsdp/",
 }
 
