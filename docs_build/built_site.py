@@ -51,6 +51,18 @@ def digest() -> str:
     return found.hexdigest()
 
 
+def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict` of the tree at `root` into `site`."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
 def built_site() -> Path:
     """The site, built strictly from this tree, once per state of its sources.
 
@@ -64,14 +76,7 @@ def built_site() -> Path:
         wanted = digest()
         if stamp.is_file() and stamp.read_text() == wanted:
             return FOLDER
-        proc = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(FOLDER)],
-            cwd=ROOT,
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        proc = mkdocs_build(ROOT, FOLDER)
         if proc.returncode != 0:
             stamp.unlink(missing_ok=True)
             raise BuildFailed(proc.stderr)

@@ -2,11 +2,8 @@
 and a built site that loads nothing from any other host."""
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from html import escape, unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,15 +22,7 @@ from docs_build.versions import pages as version_pages
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-        cwd=root,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+mkdocs_build = docs_build.built_site.mkdocs_build
 
 
 @pytest.fixture(scope="module")
