@@ -362,19 +362,28 @@ PRELOADED = (
     "matplotlib.pyplot",
     "rich.console",
 )
-_idle_forkers: list[tuple[dict, subprocess.Popen]] = []
+_idle_forkers: list[tuple[tuple, subprocess.Popen]] = []
 _forkers_lock = threading.Lock()
 
 
-def _take_forker(env: dict[str, str]) -> subprocess.Popen:
-    """An idle forker started with `env`, or a new one; others (another env) are stopped."""
+def _forker_key(env: dict[str, str]) -> tuple:
+    """What a forker was started with: the page's environment and this tooling's code (a
+    long `mkdocs serve` may see the code that runs the blocks edited)."""
+    here = Path(__file__).resolve().parent
+    return tuple(sorted(env.items())), tuple((here / n).read_bytes() for n in TOOLING)
+
+
+def _take_forker(env: dict[str, str]) -> tuple[tuple, subprocess.Popen]:
+    """An idle forker started as `env` and this tooling ask, or a new one (others stop),
+    with the key to give it back under."""
+    key = _forker_key(env)
     with _forkers_lock:
         while _idle_forkers:
             started_with, forker = _idle_forkers.pop()
-            if started_with == env and forker.poll() is None:
-                return forker
+            if started_with == key and forker.poll() is None:
+                return key, forker
             forker.stdin.close()  # it exits when its input ends
-    return subprocess.Popen(
+    return key, subprocess.Popen(
         [sys.executable, "-m", "docs_build.outputs", "--forker"],
         cwd=ROOT,
         env=env,
@@ -397,7 +406,7 @@ def _run_blocks(spec: Path, result: Path, tmp: Path) -> tuple[int, str]:
         )
         return proc.returncode, proc.stderr
     env = page_env()
-    forker = _take_forker(env)
+    key, forker = _take_forker(env)
     stderr = tmp / "stderr.txt"
     forker.stdin.write(json.dumps([str(spec), str(result), str(stderr)]) + "\n")
     forker.stdin.flush()
@@ -405,7 +414,7 @@ def _run_blocks(spec: Path, result: Path, tmp: Path) -> tuple[int, str]:
     if not reply:  # the forker itself died
         return forker.wait(), ""
     with _forkers_lock:
-        _idle_forkers.append((env, forker))
+        _idle_forkers.append((key, forker))
     return int(reply), stderr.read_text(encoding="utf-8", errors="replace")
 
 

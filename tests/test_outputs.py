@@ -220,6 +220,17 @@ def test_pages_forked_one_after_another_share_nothing(tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_a_page_sees_the_environment_of_its_run_not_of_an_earlier_one(
+    tmp_path, cache, monkeypatch
+):
+    page = write_page(tmp_path, "import os", "print(os.environ.get('DOCS_TEST_MARK'))")
+    for mark in ("first", "second"):
+        monkeypatch.setenv("DOCS_TEST_MARK", mark)
+        ran = outputs.ensure([page], jobs=1, force=True)[str(page)]
+        assert ran.blocks[-1] == [{"text": f"{mark}\n"}]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("fresh", ["0", "1"], ids=["forked", "fresh interpreter"])
 def test_a_page_whose_process_dies_is_reported_with_its_exit_code(
     tmp_path, cache, monkeypatch, fresh
