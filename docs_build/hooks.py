@@ -267,9 +267,9 @@ def is_notebook(page) -> bool:
 
 
 def on_page_content(html, page, config, files):
-    if is_notebook(
-        page
-    ):  # ids the table of contents links to (docs_build.notebook_toc)
+    # A notebook page's headings get the ids its table of contents links to
+    # (docs_build.notebook_toc).
+    if is_notebook(page):
         return notebook_toc.unique_heading_ids(html)
     return html
 

@@ -429,9 +429,8 @@ def _forker() -> int:
         spec, result, stderr = json.loads(line)
         sys.stdout.flush()
         pid = os.fork()
-        if (
-            pid == 0
-        ):  # the page's process: it exits as an interpreter does, atexit and all
+        # The child is the page's process: it exits as an interpreter does, atexit and all.
+        if pid == 0:
             try:
                 sys.stdin.close()
                 with open(stderr, "w") as err, open(os.devnull, "w") as out:
