@@ -9,7 +9,8 @@
     nox -s isa      every page's golden outputs as AVX2 and SSE4.2 CPUs print them
     nox -s latest   the tests and a strict build against the newest jax, flax and optax
     nox -s versions probe what the site teaches under every JAX release line (minutes)
-    nox -s tpu      compile the training steps for TPU topologies, without a TPU
+    nox -s tpu      compile the pages' programs for CPU and TPU topologies, without a TPU
+    nox -s gpu      compile them for NVIDIA GPU nodes (H100, A100), without a GPU
     nox -s planner  compile the transformer step for the strategy planner's grid
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
     nox -s lighthouse   Lighthouse scores of three pages in Chromium
@@ -96,7 +97,15 @@ def install(session: nox.Session, group: str) -> None:
     if stamp.is_file() and stamp.read_text() == wanted:
         return
     # This machine may set PYTHONDONTWRITEBYTECODE; an uncompiled jax imports twice as slowly.
-    session.install(*requirements, env={"UV_COMPILE_BYTECODE": "1"})
+    try:
+        session.install(*requirements, env={"UV_COMPILE_BYTECODE": "1"})
+    except nox.command.CommandFailed:
+        pins = ", ".join(r for r in requirements if "==" in r)
+        session.error(
+            f"could not install the {group!r} dependency group ({pins}): the installer's "
+            "message above names the package and version it could not find for this "
+            "Python and platform"
+        )
     if project:
         session.install("--no-deps", "-e", ".")
     stamp.write_text(wanted)
@@ -345,14 +354,28 @@ def versions(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tpu(session: nox.Session) -> None:
-    """Compile the training steps for CPU and for TPU topologies, without a TPU.
+    """Compile the pages' programs for CPU and for TPU topologies, without a TPU.
 
     libtpu compiles for a topology it is only told about; nothing runs. Writes
-    docs_build/tpu/results.json (collectives, wire bytes, memory, flops per target and
-    strategy): commit the result.
+    docs_build/compiled/results/cpu.json and tpu.json (collectives, wire bytes, memory,
+    flops per target and program): commit the result.
     """
     install(session, "tpu")
-    session.run("python", "-m", "docs_build.tpu", *session.posargs, env=QUIET)
+    args = session.posargs or ["cpu", "tpu"]
+    session.run("python", "-m", "docs_build.compiled", *args, env=QUIET)
+
+
+@nox.session(python=PYTHON)
+def gpu(session: nox.Session) -> None:
+    """Compile the pages' programs for NVIDIA GPU nodes, without a GPU.
+
+    jax-cuda12-plugin, in this session's own environment, compiles for 8 to 64 H100s and 8
+    A100s described by the cards' spec files (docs_build/compiled/specs); JAX_PLATFORMS=cpu
+    keeps it from looking for a GPU. Writes docs_build/compiled/results/gpu.json: commit it.
+    """
+    install(session, "gpu")
+    env = {**QUIET, "JAX_PLATFORMS": "cpu"}
+    session.run("python", "-m", "docs_build.compiled", "gpu", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)

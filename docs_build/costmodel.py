@@ -12,7 +12,7 @@ Two figures per strategy, for a mesh of N devices:
 The wire formula needs the plan the compiler chose: which collective carries each tensor, and
 at what width. `Plan` names it; `plan_of` reads it from a compiled program, and
 `TEXTBOOK` is the plan the training pages teach. tests/docs_build/test_costmodel.py checks,
-for every compiled program in docs_build/tpu/results.json, that the formula under the
+for every compiled program in docs_build/compiled/results/, that the formula under the
 program's own plan gives its bytes within `TOLERANCE`, and names where the plan is not the
 textbook's.
 """
@@ -175,12 +175,16 @@ def transient_bytes(
     - CPU, data, tensor and 2-D parallelism: nothing (the update writes the outputs).
     - TPU, data parallelism: the whole gradients, before the all-reduce sums them (the
       compiled figure is up to TRANSIENT_TOLERANCE above: buffers XLA adds).
-    Everything else depends on how the TPU compiler schedules and fuses the step.
+    - GPU, FSDP: both kernels gathered whole, in f32, kept for the backward pass (the
+      compiled figure is up to TRANSIENT_TOLERANCE above).
+    Everything else depends on how the compiler schedules and fuses the step (None).
     """
     data, ways = _devices(strategy, mesh)
     _check_divides(model, data, ways)
-    if backend not in ("cpu", "tpu"):
-        raise CostModelError(f"backend must be cpu or tpu, not {backend!r}")
+    if backend not in ("cpu", "tpu", "gpu"):
+        raise CostModelError(f"backend must be cpu, tpu or gpu, not {backend!r}")
+    if backend == "gpu":
+        return 2 * (model.d * model.hidden) * F32 if strategy == "FSDP" else None
     if backend == "cpu":
         if strategy == "FSDP":
             return 2 * (2 * model.d * model.hidden) * F32
@@ -217,25 +221,74 @@ def wire_bytes(
 
 @dataclass(frozen=True)
 class Links:
-    """What one chip can send per second, from a cited source: bytes become time only
-    with these, and only as a floor (every link busy, nothing else in the way)."""
+    """What one chip can send per second, and what it holds, from a cited source: bytes
+    become time only with these, and only as a floor (every link busy, nothing else in the
+    way). `within`: to the chips of its own TPU slice (ICI) or GPU node (NVLink);
+    `between`: to other slices or nodes, its share of its host's network cards."""
 
     chip: str
-    ici: float  # bytes/s one chip sends to its neighbours in the slice
-    dcn: float  # bytes/s one chip sends to other slices: its share of its host's NICs
+    within: float  # bytes/s one chip sends over its slice's or node's own links
+    between: float  # bytes/s one chip sends to other slices or nodes
+    within_name: str
+    between_name: str
     source: str
     url: str
+    # The card's own figures, for the GPU spec files a test holds to them (None: not used)
+    memory_bytes: float | None = None  # published device memory
+    memory_per_second: float | None = None  # published memory bandwidth
+    cores: int | None = None  # streaming multiprocessors
+
+    @property
+    def ici(self) -> float:
+        return self.within
+
+    @property
+    def dcn(self) -> float:
+        return self.between
 
 
 # Google's figures for v5e: ICI 400 GBps per chip, bidirectional (so 200 GB/s out); each
 # host of 8 chips has 2 x 100 Gbps NICs (so 25 Gbit/s out per chip).
 V5E = Links(
     chip="v5e",
-    ici=400e9 / 2,
-    dcn=2 * 100e9 / 8 / 8,
+    within=400e9 / 2,
+    between=2 * 100e9 / 8 / 8,
+    within_name="ICI",
+    between_name="DCN",
     source="Google Cloud's TPU v5e documentation",
     url="https://cloud.google.com/tpu/docs/v5e",
 )
+# NVIDIA's figures for H100 SXM: NVLink 900 GB/s per GPU, bidirectional (so 450 GB/s out);
+# 80 GB of HBM3 at 3.35 TB/s; 132 SMs. Between nodes, a DGX H100 has one 400 Gb/s
+# ConnectX-7 InfiniBand port per GPU (so 50 GB/s out per GPU).
+H100 = Links(
+    chip="H100 SXM",
+    within=900e9 / 2,
+    between=400e9 / 8,
+    within_name="NVLink",
+    between_name="InfiniBand",
+    source="NVIDIA's H100 Tensor Core GPU datasheet and DGX H100 datasheet",
+    url="https://www.nvidia.com/en-us/data-center/h100/",
+    memory_bytes=80e9,
+    memory_per_second=3.35e12,
+    cores=132,
+)
+# NVIDIA's figures for A100 SXM4 80 GB: NVLink 600 GB/s per GPU, bidirectional (so 300
+# GB/s out); 80 GB of HBM2e at 2,039 GB/s; 108 SMs. Between nodes, a DGX A100 has one
+# 200 Gb/s ConnectX-6 HDR InfiniBand port per GPU for compute traffic (so 25 GB/s out).
+A100 = Links(
+    chip="A100 SXM4 80GB",
+    within=600e9 / 2,
+    between=200e9 / 8,
+    within_name="NVLink",
+    between_name="InfiniBand",
+    source="NVIDIA's A100 Tensor Core GPU datasheet and DGX A100 datasheet",
+    url="https://www.nvidia.com/en-us/data-center/a100/",
+    memory_bytes=80e9,
+    memory_per_second=2.039e12,
+    cores=108,
+)
+LINKS = {"v5e": V5E, "h100": H100, "a100": A100}
 
 
 def seconds(sent_bytes: float, per_second: float) -> float:

@@ -26,8 +26,8 @@ from docs_build import (
     outputs,
     planner_page,
 )
+from docs_build.compiled import pages as tpu_pages
 from docs_build.devices import CACHE_SETTINGS
-from docs_build.tpu import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
 _results: dict[str, outputs.PageResult] = {}
@@ -162,7 +162,7 @@ def on_page_markdown(markdown, page, config, files):
     except (
         errorindex.ErrorIndexError,
         version_pages.VersionsError,
-        tpu_pages.TpuPagesError,
+        tpu_pages.CompiledResultsError,
     ) as err:
         raise PluginError(str(err)) from None
     if blocks and not notebooks.needs_the_repository(blocks):

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from docs_build import explorer, folds, outputs
-from docs_build.tpu import pages as tpu_pages
+from docs_build.compiled import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
 NOTEBOOKS = outputs.DOCS / "notebooks"
@@ -87,7 +87,9 @@ def _prose(text: str, page: str, site_url: str) -> str:
     out: list[str] = []
     box = None  # inside an admonition ("quote") or a content tab ("tab")
     text = version_pages.fill(outputs.expand(text, page), page)
-    text = tpu_pages.fill(text)  # the TPU figures the page's prose and tables quote
+    text = tpu_pages.fill(
+        text
+    )  # the compiled figures the page's prose and tables quote
     text = explorer.fill(text)
     here = posixpath.basename(page)
     text = SITE_ONLY.sub(

@@ -5,7 +5,7 @@
 (`nox -s planner` runs it, in the environment with libtpu.) Each entry is the page's own
 step (`snippets.advanced.transformer`: `init.sharded_init`, `step.make_train_step`) on a
 (data, fsdp, tensor) mesh of 8 devices, lowered from shapes and compiled for the target,
-as `docs_build/tpu/advanced.py` does for the page's one mesh. Stored per entry: the
+as `docs_build/compiled/advanced.py` does for the page's one mesh. Stored per entry: the
 memory analysis, and the collectives as the HLO reader reads them (with their wire bytes
 per device per step, ring model). tests/docs_build/test_planner.py holds the strategy
 planner's formulas (docs_build/planner.py) to these programs.
@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from docs_build import hlo
-from docs_build.tpu import driver
+from docs_build.compiled import records
+from docs_build.compiled import targets as tg
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "planner_grid.json"
@@ -48,7 +49,7 @@ CONFIGS = {
         ),
         32,
     ),
-    # the transformer page's TPU size (docs_build/tpu/advanced.py), about 168 M parameters
+    # the transformer page's TPU size (docs_build/compiled/advanced.py), about 168 M parameters
     "page": (
         dict(vocab=32768, d_model=1024, heads=8, mlp=4096, layers=8, seq=1024),
         16,
@@ -58,7 +59,8 @@ CONFIGS = {
 INPUTS = (
     "docs_build/hlo.py",
     "docs_build/planner_grid.py",
-    "docs_build/tpu/driver.py",
+    "docs_build/compiled/records.py",
+    "docs_build/compiled/targets.py",
     "snippets/advanced/transformer/init.py",
     "snippets/advanced/transformer/model.py",
     "snippets/advanced/transformer/step.py",
@@ -72,7 +74,7 @@ def inputs_digest() -> dict[str, str]:
 
     return {
         path: hashlib.sha256(
-            (driver.ROOT / path)
+            (records.ROOT / path)
             .read_text(encoding="utf-8")
             .replace("\r\n", "\n")
             .encode()
@@ -116,15 +118,15 @@ def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> 
         raise RuntimeError(
             f"{target} / {config} / {shape}: the reader missed the collectives {missed}"
         )
-    records = [c.as_record() for c in program.collectives]
+    found = [c.as_record() for c in program.collectives]
     return {
         "target": target,
         "config": config,
         "mesh": list(shape),
         "compile_seconds": round(seconds, 2),
-        "memory": driver.memory(compiled),
-        "summary": hlo.summarize(records),
-        "collectives": [{k: r[k] for k in KEPT} for r in records],
+        "memory": records.memory(compiled),
+        "summary": hlo.summarize(found),
+        "collectives": [{k: r[k] for k in KEPT} for r in found],
     }
 
 
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     entries = []
     for target in args.targets:
-        devices = driver.target_devices(target)
+        devices = tg.devices(target)
         for config in args.configs:
             for shape in MESHES:
                 try:
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": driver.versions(),
+        "versions": records.versions("tpu"),
         "inputs": inputs_digest(),
         "axes": ["data", "fsdp", "tensor"],
         "configs": {
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": list(args.targets),
         "entries": entries,
     }
-    args.out.write_text(driver.dump(result))
+    args.out.write_text(records.dump(result))
     print(f"{len(entries)} programs in {result['seconds']} s -> {args.out}")
     return 1 if any("error" in e for e in entries) else 0
 

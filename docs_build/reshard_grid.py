@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from docs_build import explorer, hlo
-from docs_build.tpu import driver
+from docs_build.compiled import records
+from docs_build.compiled import targets as tg
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "reshard_grid.json"
@@ -56,13 +57,18 @@ MESHES = (
     ((16, 16), ("x", "y"), ((256, 32), (32, 64, 16), (16, 256))),
 )
 # The files whose text decides what the grid holds; a test compares their digests.
-INPUTS = ("docs_build/hlo.py", "docs_build/reshard_grid.py", "docs_build/tpu/driver.py")
+INPUTS = (
+    "docs_build/hlo.py",
+    "docs_build/reshard_grid.py",
+    "docs_build/compiled/records.py",
+    "docs_build/compiled/targets.py",
+)
 
 
 def inputs_digest() -> dict[str, str]:
     return {
         path: hashlib.sha256(
-            (driver.ROOT / path)
+            (records.ROOT / path)
             .read_text(encoding="utf-8")
             .replace("\r\n", "\n")
             .encode()
@@ -152,7 +158,7 @@ def _worker(first: int) -> None:
     use_cpu_devices(CPU_DEVICES)
     import jax
 
-    devices = {t: driver.target_devices(t) for t in TPU_TARGETS}
+    devices = {t: tg.devices(t) for t in TPU_TARGETS}
     devices["cpu"] = jax.devices()
     for index, case in enumerate(cases()[first:], start=first):
         plans = {t: plan(case, devices[t]) for t in targets_of(case)}
@@ -169,7 +175,7 @@ def compile_all(grid: list[dict]) -> None:
             [sys.executable, "-m", "docs_build.reshard_grid", "--worker", str(first)],
             capture_output=True,
             text=True,
-            cwd=driver.ROOT,
+            cwd=records.ROOT,
         )
         for line in proc.stdout.splitlines():
             done = json.loads(line)
@@ -198,11 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": driver.versions(),
+        "versions": records.versions("tpu"),
         "inputs": inputs_digest(),
         "cases": grid,
     }
-    args.out.write_text(driver.dump(result))
+    args.out.write_text(records.dump(result))
     programs = sum(len(c.get("plans", {})) for c in grid)
     crashes = sum("crash" in c for c in grid)
     print(

@@ -7,7 +7,7 @@ the other devices (the trace's `Rendezvous` events) is a strip along the bottom 
 Each span is a `(device, op, start, duration, kind)` tuple, times in µs, `kind` one of
 `KINDS`; snippets/advanced/profiling/trace.py reads them out of a trace.
 
-Plain SVG, as docs_build/tpu/plot.py draws: text in `currentColor`, so it follows the page's
+Plain SVG, as docs_build/compiled/plot.py draws: text in `currentColor`, so it follows the page's
 colour scheme, fills that keep 3:1 against the light and the dark background, labels inside a
 box in the colour that reads on it, a `<title>` and `<desc>` for screen readers. The text
 returned with it (the alt text, which the golden snapshot compares) names the lanes and the

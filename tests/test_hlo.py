@@ -1,8 +1,8 @@
 """snippets.hlo: the collectives the pages read out of compiled programs.
 
 On live CPU programs, and on the stored programs of tests/docs_build/fixtures: CPU and TPU
-(compiled by `python -m docs_build.tpu.fixtures`) and GPU (8 H100s, compiled without a GPU
-by `python -m docs_build.gpu_fixtures`). On every stored program the helper must agree with
+(compiled by `python -m docs_build.compiled.fixtures`) and GPU (8 H100s, compiled without a GPU
+by `python -m docs_build.compiled.gpu_fixtures`). On every stored program the helper must agree with
 the build's own reader, docs_build/hlo.py; what the TPU and GPU ones hold was also worked
 out by hand from their text, and is asserted below.
 """

@@ -6,7 +6,8 @@ import re
 import pytest
 
 from docs_build import costmodel as cm
-from docs_build.tpu import pages
+from docs_build.compiled import pages
+from docs_build.compiled import targets as tg
 
 DATA = pages.results()
 MODEL = cm.MLP(
@@ -124,7 +125,7 @@ def test_temporaries_follow_their_formula_where_one_is_given():
     for p in data["programs"]:
         if p["strategy"] not in cm.STRATEGIES:
             continue
-        backend = "cpu" if p["target"] == "cpu" else "tpu"
+        backend = tg.family(p["target"])
         formula = cm.transient_bytes(p["strategy"], p["mesh"], model, backend)
         if formula is None:
             continue
@@ -134,8 +135,7 @@ def test_temporaries_follow_their_formula_where_one_is_given():
         else:
             assert formula <= compiled <= formula * (1 + cm.TRANSIENT_TOLERANCE)
         checked += 1
-    assert (
-        checked == 4 + 4
-    )  # CPU: four strategies; TPU: data parallelism on four targets
-    with pytest.raises(cm.CostModelError, match="backend must be cpu or tpu"):
-        cm.transient_bytes("FSDP", {"data": 8}, model, "gpu")
+    # CPU: four strategies; TPU: data parallelism on four targets; GPU: FSDP on four
+    assert checked == 4 + 4 + 4
+    with pytest.raises(cm.CostModelError, match="backend must be cpu, tpu or gpu"):
+        cm.transient_bytes("FSDP", {"data": 8}, model, "ipu")

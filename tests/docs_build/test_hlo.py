@@ -1,6 +1,6 @@
 """The build's HLO reader: every spelling and feature against real compiled programs.
 
-The fixtures are programs compiled by `python -m docs_build.tpu.fixtures` (CPU and
+The fixtures are programs compiled by `python -m docs_build.compiled.fixtures` (CPU and
 libtpu), trimmed; what each holds was worked out by hand from the program that made it.
 Live tests compile on the 8 CPU devices and check the reader against what the program
 computes when it runs.

@@ -73,7 +73,9 @@ def test_the_prose_describes_the_grid_as_it_is():
     assert len(unheld) == 3 and "the FSDP programs of the three other sizes" in text
     # and a compiler may plan differently for more devices: the MLP's FSDP step on v5e
     tpu = json.loads(
-        (PAGE.parents[2] / "docs_build" / "tpu" / "results.json").read_text()
+        (
+            PAGE.parents[2] / "docs_build" / "compiled" / "results" / "tpu.json"
+        ).read_text()
     )
     fsdp = {
         p["target"]: set(p["summary"])

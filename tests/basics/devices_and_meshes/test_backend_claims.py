@@ -1,5 +1,5 @@
 """What the page says about other backends: the CPU stand-in and the TPU programs the site
-compiled (docs_build/tpu/results.json) differ in memory and in plan, and neither way round is
+compiled (docs_build/compiled/results/) differ in memory and in plan, and neither way round is
 a rule. The concepts pages (automatic sharding, collectives, three approaches) quote the same
 FSDP plans."""
 
@@ -11,8 +11,8 @@ import jax.numpy as jnp
 from jax import P
 from jax.sharding import NamedSharding
 
+from docs_build.compiled import pages
 from docs_build.planner import tiled
-from docs_build.tpu import pages
 
 
 def kinds(target: str, strategy: str) -> set[str]:
@@ -52,3 +52,16 @@ def test_the_cpu_backend_does_emit_a_reduce_scatter_when_asked(line_mesh):
     x = jax.device_put(jnp.arange(64.0), NamedSharding(line_mesh, P("x")))
     hlo = scatter.lower(x).compile().as_text()
     assert re.search(r"\sreduce-scatter\(", hlo)
+
+
+def test_the_fsdp_step_reduce_scatters_its_gradients_on_the_gpus():
+    """devices-and-meshes, automatic-sharding, collectives: "the programs for 8 to 64 H100
+    GPUs reduce-scatter them as the FSDP page teaches"."""
+    for target in ("h100:1x8", "h100:2x8", "h100:8x8"):
+        assert kinds(target, "FSDP") == {"all-gather", "reduce-scatter", "all-reduce"}
+        gradients = [
+            c
+            for c in pages.program(target, "FSDP")["collectives"]
+            if c["kind"] == "all-reduce"
+        ]
+        assert [c["shapes"] for c in gradients] == [["f32[]"]]  # only the loss

@@ -1,7 +1,6 @@
-"""The "Beyond the basics" pages' programs compiled for TPU: complete, consistent, the CPU rows
-what this environment compiles, and every claim the pages make about them true."""
+"""The "Beyond the basics" pages' programs compiled for TPU and GPU: complete, consistent, the
+CPU rows what this environment compiles, and every claim the pages make about them true."""
 
-import json
 import math
 from pathlib import Path
 
@@ -9,18 +8,25 @@ import jax
 import pytest
 
 from docs_build import hlo
-from docs_build.tpu import advanced, driver, pages
+from docs_build.compiled import advanced, driver, pages
+from docs_build.compiled import targets as tg
+from docs_build.compiled.results import results
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = json.loads(driver.RESULTS.read_text())
+RESULTS = results()
 GROUP = RESULTS["advanced"]
 PROGRAMS = {(p["target"], p["strategy"]): p for p in GROUP["programs"]}
-TPU_TARGETS = [t for t in driver.ADVANCED_TARGETS if t != "cpu"]
+EVERY_TARGET = [t for f in tg.FAMILIES.values() for t in f.advanced]
+TPU_TARGETS = list(tg.FAMILIES["tpu"].advanced)
+GPU_TARGETS = list(tg.FAMILIES["gpu"].advanced)
+# The targets each claim below is checked on: every one, GPUs included, unless a test
+# says otherwise (and the page says where the GPU program departs).
+ADVANCED_TARGETS = EVERY_TARGET
 
 
 def test_every_program_is_compiled_for_every_target():
-    assert GROUP["targets"] == list(driver.ADVANCED_TARGETS)
-    expected = {(t, n) for t in driver.ADVANCED_TARGETS for n in advanced.PROGRAMS}
+    assert GROUP["targets"] == EVERY_TARGET
+    expected = {(t, n) for t in EVERY_TARGET for n in advanced.PROGRAMS}
     assert set(PROGRAMS) == expected
     assert len(GROUP["programs"]) == len(expected)
     assert not {k: p["error"] for k, p in PROGRAMS.items() if "error" in p}
@@ -64,7 +70,7 @@ def test_every_module_the_programs_compile_is_an_input_of_the_results():
         [
             sys.executable,
             "-c",
-            "import sys, docs_build.tpu.advanced\n"
+            "import sys, docs_build.compiled.advanced\n"
             "for m in list(sys.modules.values()):\n"
             "    f = getattr(m, '__file__', None) or ''\n"
             "    if m.__name__.startswith('snippets.advanced.') and "
@@ -80,7 +86,7 @@ def test_every_module_the_programs_compile_is_an_input_of_the_results():
 
 
 def test_an_unknown_program_stops_the_build_with_what_to_do():
-    with pytest.raises(pages.TpuPagesError, match=r"advanced\.py"):
+    with pytest.raises(pages.CompiledResultsError, match=r"advanced\.py"):
         pages.fill("<!-- tpu-programs: no such program -->")
 
 
@@ -177,7 +183,7 @@ def test_the_ring_attention_claims_hold():
 
 
 def test_the_sequence_parallel_blocks_claims_hold():
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         # "The tensor-parallel block keeps its one all-reduce everywhere."
         assert kinds(PROGRAMS[target, "tensor-parallel block"]) == {"all-reduce": 1}
     # The CPU program is as written, and the ring model's bytes are equal.
@@ -214,7 +220,7 @@ def test_the_expert_parallel_pages_claims_hold():
     )
     cpu = PROGRAMS["cpu", "MoE layer"]
     assert dtypes(cpu) == {"f32"}
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         # "two all-to-alls, and no other collective, on every target"
         assert kinds(PROGRAMS[target, "MoE layer"]) == {"all-to-all": 2}
     for target in TPU_TARGETS:
@@ -233,7 +239,7 @@ def test_the_inference_pages_claims_hold():
         "<!-- tpu-programs: decode, cache by batch | decode, cache by heads -->" in text
     )
     assert f"a batch of {advanced.DECODE_BATCH}, compiled" in page("inference.md")
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         # "no collective in the step split by batch, one all-reduce of float32
         # activations per step split by heads ... a few kilobytes per step"
         assert kinds(PROGRAMS[target, "decode, cache by batch"]) == {}
@@ -264,20 +270,22 @@ def test_the_transformer_page_shows_its_memory_on_every_target():
 def test_the_transformer_pages_memory_claims_hold():
     said = page("transformer.md")
     for name in (REMAT, NO_REMAT):
-        for target in driver.ADVANCED_TARGETS:
+        for target in ADVANCED_TARGETS:
             p = PROGRAMS[target, name]
             # "The formula holds on every backend. On TPU it is short by 1,016 bytes: the
             # state's two 4-byte step counters take 512 bytes each there."
             scalar = p["extra"]["scalar_bytes"]
             assert pages.state_gap(p) == 2 * (scalar - 4)
-            assert (scalar == 4) == (target == "cpu")
-            if target != "cpu":
+            assert (scalar == 4) == (tg.family(target) != "tpu")
+            if tg.family(target) == "tpu":
                 assert scalar == 512 and pages.state_gap(p) == 1016
+            else:  # "to the byte on the CPU and the GPU"
+                assert pages.state_gap(p) == 0
             # the arguments are the state and the device's tokens, as on the CPU table
             m = p["memory"]
             assert m["argument_bytes"] - p["extra"]["tokens_bytes"] >= m["alias_bytes"]
     assert "short by 1,016 bytes" in said and "take 512 bytes each there" in said
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         on, off = (
             PROGRAMS[target, REMAT]["memory"],
             PROGRAMS[target, NO_REMAT]["memory"],
@@ -289,11 +297,15 @@ def test_the_transformer_pages_memory_claims_hold():
             for m in (on, off):
                 assert abs(m["peak_bytes"] - m["argument_bytes"]) < 1024
                 assert m["peak_bytes"] < m["argument_bytes"] + m["temp_bytes"] / 2
-        else:
-            # "... and the TPU's peak about threefold with them"
+        elif tg.family(target) == "tpu":
+            # "... the TPU's peak about threefold with them"
             assert 2.8 < off["peak_bytes"] / on["peak_bytes"] < 3.5
+        else:
+            # "... and the GPU's more than twofold"
+            assert 2 < off["peak_bytes"] / on["peak_bytes"] < 3
     assert "more than threefold on every backend" in said
     assert "the TPU's peak about threefold" in said
+    assert "the GPU's more than twofold" in said
 
 
 # ---------------------------------------------------------------- the shapes page
@@ -308,8 +320,14 @@ def test_the_shapes_pages_flop_claims_hold_on_every_target():
     assert "count the same flops per device and hold no collective either" in said
     rows, k, n = advanced.UNEVEN_ROWS, advanced.UNEVEN_IN, advanced.UNEVEN_OUT
     assert (rows, k, n) == (10, 32, 64)  # the page's "(2 x 10 x 32 x 64)"
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         copied, padded = PROGRAMS[target, COPIED], PROGRAMS[target, PADDED]
+        assert kinds(copied) == kinds(padded) == {}
+        if tg.family(target) == "gpu":
+            # "XLA's GPU compiler reports no flops for a program compiled without the card"
+            assert copied["cost"]["flops"] is padded["cost"]["flops"] is None
+            assert "reports no flops for a program compiled without the card" in said
+            continue
         assert copied["cost"]["flops"] == 2 * rows * k * n
         # "the padded batch costs each device a fifth of the flops of the copied one"
         per_device = advanced.UNEVEN_PADDED // 8
@@ -342,7 +360,7 @@ def test_the_profiling_pages_claims_about_the_tpu_programs_hold():
         assert gathered == sorted(
             c["shapes"][0].split("[")[1] for c in cpu["collectives"]
         )
-    for target in driver.ADVANCED_TARGETS:
+    for target in ADVANCED_TARGETS:
         # "With the weights whole, no backend's program holds a collective."
         assert kinds(PROGRAMS[target, WHOLE]) == {}
     assert "in bfloat16 rather than float32, so they send half" in said
@@ -361,3 +379,58 @@ def test_the_profiling_page_says_the_ops_are_the_backends_and_the_type_a_default
     for source in (ROOT / "docs_build" / "tpu").glob("*.py"):
         assert "precision" not in source.read_text(), source
     assert "That is JAX's default matmul precision at work" in said
+
+
+# ---------------------------------------------------------------- what the GPU programs do
+
+
+def test_the_pages_claims_about_the_gpu_programs_hold():
+    """Each advanced page's bold GPU sentence, against the one-node H100 programs."""
+    cpu = {name: PROGRAMS["cpu", name] for name in advanced.PROGRAMS}
+    for target in GPU_TARGETS:
+        gpu = {name: PROGRAMS[target, name] for name in advanced.PROGRAMS}
+        # manual control: "made all but the last synchronous, and scheduled no
+        # multiplication while that last one was in flight ... bfloat16 as on TPU"
+        ring = gpu["ring matmul"]
+        forms = [c["form"] for c in ring["collectives"]]
+        assert forms == ["sync"] * (len(forms) - 1) + ["async"]
+        assert [f["matmuls"] for f in ring["in_flight"]] == [0]
+        assert dtypes(ring) == {"bf16"}
+        assert pages.wire_mib(ring) == pages.wire_mib(gpu["gather matmul"])
+        # sequence parallel: "most of the permutes are synchronous: only the last two run
+        # asynchronously, with multiplications beside them ... bfloat16 there too"
+        attention = gpu["ring attention"]
+        forms = [c["form"] for c in attention["collectives"]]
+        assert forms == ["sync"] * (len(forms) - 2) + ["async"] * 2
+        assert all(f["matmuls"] > 0 for f in attention["in_flight"])
+        assert dtypes(attention) == {"bf16"}
+        # "both blocks keep the plans as written, in float32, and send the same bytes"
+        tp, sp = gpu["tensor-parallel block"], gpu["sequence-parallel block"]
+        assert kinds(tp) == {"all-reduce": 1}
+        assert kinds(sp) == {"all-gather": 1, "reduce-scatter": 1}
+        assert dtypes(tp) == dtypes(sp) == {"f32"}
+        assert pages.wire_mib(tp) == pytest.approx(pages.wire_mib(sp))
+        # expert parallel: "the GPU program sends float32, as the CPU's does, and the
+        # same bytes"
+        moe = gpu["MoE layer"]
+        assert kinds(moe) == {"all-to-all": 2} and dtypes(moe) == {"f32"}
+        assert pages.wire_mib(moe) == pages.wire_mib(cpu["MoE layer"])
+        # inference: "keep both plans"
+        assert kinds(gpu["decode, cache by batch"]) == {}
+        heads = gpu["decode, cache by heads"]
+        assert kinds(heads) == {"all-reduce": 1} and dtypes(heads) == {"f32"}
+        # profiling: "gathers them in float32, as the CPU's does, and sends the same
+        # bytes; it reports no flops"
+        split = gpu[SPLIT]
+        assert kinds(split) == {"all-gather": 2} and dtypes(split) == {"f32"}
+        assert pages.wire_mib(split) == pages.wire_mib(cpu[SPLIT])
+        assert split["cost"]["flops"] is None
+    for name, phrase in (
+        ("manual-control.md", "The GPU program overlaps nothing."),
+        ("sequence-parallel.md", "On the GPU most of the permutes are synchronous"),
+        ("sequence-parallel.md", "On the GPU both blocks keep the plans as written"),
+        ("expert-parallel.md", "The GPU program sends float32"),
+        ("inference.md", "The TPU and GPU compilers keep both plans"),
+        ("profiling.md", "The GPU program gathers them in float32"),
+    ):
+        assert phrase in page(name), (name, phrase)

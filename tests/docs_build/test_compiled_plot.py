@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docs_build import costmodel as cm
-from docs_build.tpu import pages, plot
+from docs_build.compiled import pages, plot
 
 SCALING = Path(__file__).resolve().parents[2] / "docs" / "training" / "scaling.md"
 LIGHT, DARK = "#ffffff", "#1e2129"  # Material's default and slate backgrounds

@@ -1,6 +1,6 @@
 """The training pages' "on TPU" sections: each sets the CPU program beside the TPU-compiled
 ones, and the claims its prose makes about them hold for the committed results
-(docs_build/tpu/results.json), so a compiler that changes a plan fails here, not on the page."""
+(docs_build/compiled/results/), so a compiler that changes a plan fails here, not on the page."""
 
 import re
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docs_build import costmodel as cm
-from docs_build.tpu import pages
+from docs_build.compiled import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAINING = ROOT / "docs" / "training"
@@ -17,13 +17,13 @@ MIB = 2**20
 
 # page: (its comparison tables, how many numbers its prose quotes)
 PAGES = {
-    "data-parallel": (["data parallel"], 3),
-    "fsdp": (["FSDP, explicit gather | FSDP"], 7),
+    "data-parallel": (["data parallel"], 5),
+    "fsdp": (["FSDP, explicit gather | FSDP"], 10),
     "tensor-parallel": (["tensor parallel"], 3),
-    "two-d": (["2-D"], 2),
-    "pipeline": (["pipeline"], 2),
-    "choosing": ([], 6),
-    "multi-host": ([], 4),
+    "two-d": (["2-D"], 3),
+    "pipeline": (["pipeline"], 3),
+    "choosing": ([], 7),
+    "multi-host": ([], 7),
 }
 
 
@@ -86,7 +86,7 @@ def test_the_cpu_peak_is_withheld_because_it_reads_below_its_temporaries():
 
 
 def test_a_table_for_an_unknown_target_says_which_exist():
-    with pytest.raises(pages.TpuPagesError, match=r"'v9:1x1'.*use some of"):
+    with pytest.raises(pages.CompiledResultsError, match=r"'v9:1x1'.*use some of"):
         pages.fill("<!-- tpu-costs: cpu v9:1x1 -->")
 
 
@@ -256,9 +256,7 @@ def test_the_fast_links_on_tpu_are_the_slice():
         assert devices > 8
         for strategy in ("data parallel", "2-D"):
             collectives = pages.program(target, strategy)["collectives"]
-            assert {c["network"] for c in collectives} == {
-                None
-            }  # no DCN inside a slice
+            assert {c["network"] for c in collectives} == {"ici"}  # no DCN in a slice
         groups = [
             c["group_size"]
             for c in pages.program(target, "data parallel")["collectives"]
@@ -327,6 +325,103 @@ def test_multi_host_claims_about_slices():
     assert mib(target, strategy, "dcn") < mib(target, strategy, "ici") / 10  # "only"
     assert pages.floor_ms(p, "dcn") > pages.floor_ms(p, "ici")  # "longer than"
     text = (TRAINING / "multi-host.md").read_text(encoding="utf-8")
-    assert f"]({cm.V5E.url})" in text and pages.HYBRID_TABLE in text
+    assert f"]({cm.V5E.url})" in text and "<!-- tpu-hybrid: tpu -->" in text
     assert "each host's network cards shared by its 8 chips" in text
     assert cm.V5E.dcn == 2 * 100e9 / 8 / 8  # 2 x 100 Gbit/s NICs per host of 8 chips
+
+
+def test_multi_host_claims_about_gpu_nodes():
+    """ "For data parallelism the GPU program does not sum within each node first ... For
+    FSDP ... within each node, over NVLink, and across nodes one all-reduce in pairs of
+    GPUs, [0, 8], [1, 9] ... the formula's bytes"."""
+    from docs_build import hlo
+
+    target = "2 nodes of h100:1x8"
+    text = " ".join((TRAINING / "multi-host.md").read_text(encoding="utf-8").split())
+    assert "<!-- tpu-hybrid: gpu -->" in text
+    assert "does not sum within each node first" in text
+    dp = pages.program(target, "data parallel")
+    assert {(c["kind"], c["group_size"], c["network"]) for c in dp["collectives"]} == {
+        ("all-reduce", 16, "ib")
+    }
+    fsdp = pages.program(target, "FSDP")
+    within = {c["kind"] for c in fsdp["collectives"] if c["network"] == "nvlink"}
+    assert within == {"all-gather", "reduce-scatter"}
+    assert {
+        c["group_size"] for c in fsdp["collectives"] if c["network"] == "nvlink"
+    } == {8}
+    pairs = [c for c in fsdp["collectives"] if c["group_size"] == 2]
+    assert len(pairs) == 1 and pairs[0]["network"] == "ib"
+    groups = hlo.replica_groups(pairs[0]["replica_groups"], 16)
+    assert groups == [[i, i + 8] for i in range(8)]
+    small = [c for c in fsdp["collectives"] if c["network"] == "ib" and c not in pairs]
+    assert all(c["result_bytes"] < 64 * 2**10 for c in small)  # "a few kilobytes"
+    m = model()
+    assert mib(target, "FSDP", "ib") == pytest.approx(
+        cm.dcn_bytes(fsdp["mesh"], m) / 2**20, rel=cm.TOLERANCE
+    )
+    # the times: the larger NVLink share still takes longer than the InfiniBand one
+    assert pages.floor_ms(fsdp, "ib") < pages.floor_ms(fsdp, "nvlink")
+    assert "sending that takes at least" in text and ", against" in text
+    # the bandwidths the prose names are the ones the times are computed from
+    assert "(900 GB/s of NVLink per GPU, both directions together)" in text
+    assert "(one 400 Gb/s InfiniBand port per GPU)" in text
+    assert cm.H100.within == 900e9 / 2 and cm.H100.between == 400e9 / 8
+
+
+def said(page: str) -> str:
+    return " ".join((TRAINING / f"{page}.md").read_text(encoding="utf-8").split())
+
+
+def test_the_training_pages_claims_about_the_gpu_programs_hold():
+    """Each training page's GPU sentence, against the GPU programs."""
+    gpus = [t for t in pages.results()["targets"] if pages.family_of(t) == "gpu"]
+    m = model()
+    for target in gpus:
+        # data parallel: "two all-reduces of about half of them each, the same bytes in
+        # all ... each GPU program about half of it" (of the gradients, in temporaries)
+        dp = pages.program(target, "data parallel")
+        assert kinds(target, "data parallel") == {"all-reduce": 2}
+        half = m.params * 4 / 2
+        assert all(
+            abs(c["result_bytes"] - half) < 0.01 * half for c in dp["collectives"]
+        )
+        assert dp["memory"]["temp_bytes"] == pytest.approx(half, rel=0.01)
+        # tensor parallel: one all-reduce of the activations, the CPU's bytes
+        assert kinds(target, "tensor parallel") == {"all-reduce": 1}
+        # 2-D: the same two all-reduces; model within a node, data across nodes
+        assert kinds(target, "2-D") == {"all-reduce": 2}
+        # pipeline: "the GPU programs send both in one permute ... float32, as the CPU's"
+        pipe = pages.program(target, "pipeline")
+        (permute,) = pipe["collectives"]
+        assert len(permute["shapes"]) == 2 and permute["shapes"][0].startswith("f32")
+        assert cm.plan_of(pipe).width == 4
+        # fsdp: float32 gathers; the choosing page's step reduce-scatters, this page's
+        # all-reduces; the choosing page's temporaries are the two kernels whole
+        for strategy in ("FSDP", "FSDP, explicit gather"):
+            gathers = [
+                c
+                for c in pages.program(target, strategy)["collectives"]
+                if c["kind"] == "all-gather"
+            ]
+            assert {c["dtype"] for c in gathers} == {"f32"}
+        assert "reduce-scatter" in kinds(target, "FSDP")
+        assert "reduce-scatter" not in kinds(target, "FSDP, explicit gather")
+    assert mib("h100:1x8", "tensor parallel", "wire") == pytest.approx(
+        mib("v5e:2x4", "tensor parallel", "wire"), rel=1e-3
+    )
+    assert mib("h100:1x8", "pipeline", "wire") == pytest.approx(
+        mib("cpu", "pipeline", "wire"), rel=1e-3
+    )
+    assert "The GPU programs send the gradients in two all-reduces" in said(
+        "data-parallel"
+    )
+    assert "the GPU programs send both in one permute" in said("pipeline")
+    assert "send float32, as the CPU's" in said("pipeline")
+    assert "**On the GPUs.** Both steps gather the kernels in float32" in said("fsdp")
+    assert "stays on NVLink" in said("two-d")
+    assert "On the H100s FSDP keeps the plan the FSDP page teaches" in said("choosing")
+    for target in ("h100:2x8", "h100:8x8"):
+        collectives = pages.program(target, "2-D")["collectives"]
+        networks = sorted(c["network"] for c in collectives)
+        assert networks == ["ib", "nvlink"]

@@ -1,14 +1,13 @@
-"""The TPU evidence: the committed results.json is complete, made with the pins, agrees with
-itself, and its CPU rows are what this environment compiles today.
+"""The compiled evidence: each family's committed results file (docs_build/compiled/results/)
+is complete, made with the pins from the code as it is, agrees with itself, and its CPU rows
+are what this environment compiles today.
 
-The tests environment has no libtpu: the TPU rows are checked for consistency, and the
-CPU rows (made by the same code, in the same run) are recompiled here and compared.
+The tests environment has neither libtpu nor the CUDA plugin: the TPU and GPU rows are
+checked for consistency, and the CPU rows (made by the same driver) are recompiled here.
 """
 
 import json
 import math
-import tomllib
-from pathlib import Path
 
 import jax
 import optax
@@ -16,71 +15,108 @@ import pytest
 from flax import nnx
 
 from docs_build import hlo
-from docs_build.tpu import driver, steps
+from docs_build.compiled import driver, steps
+from docs_build.compiled import targets as tg
+from docs_build.compiled.results import results
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = json.loads(driver.RESULTS.read_text())
+FILES = {
+    family: json.loads(driver.results_path(family).read_text())
+    for family in tg.FAMILIES
+}
+RESULTS = results()
 PROGRAMS = {(p["target"], p["strategy"]): p for p in RESULTS["programs"]}
-TPU_ROWS = [p for p in RESULTS["programs"] if p["target"] != "cpu"]
-
-
-def pins() -> dict[str, str]:
-    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
-    found = {}
-    for requirement in [*groups["examples"], *groups["tpu"]]:
-        if isinstance(requirement, str):
-            name, _, version = requirement.partition("==")
-            found[name.split("[")[0]] = version
-    return found
+HYBRID = {(p["target"], p["strategy"]): p for p in RESULTS["hybrid"]["programs"]}
+# A GPU program spans every node; libtpu compiles one slice's program (its groups cover one
+# slice's chips, and what crosses slices is read from host transfers): only the GPU ones
+# are checked as programs over every device of their target.
+OPTIONS = {(p["target"], p["strategy"]): p for p in RESULTS["options"]["programs"]}
+WHOLE = (
+    PROGRAMS | OPTIONS | {k: p for k, p in HYBRID.items() if tg.family(k[0]) == "gpu"}
+)
 
 
 def test_every_target_and_strategy_compiled():
-    expected = {(t, s) for t in driver.TARGETS for s in steps.STRATEGIES}
+    targets = [t for f in tg.FAMILIES.values() for t in f.targets]
+    expected = {(t, s) for t in targets for s in steps.STRATEGIES}
     assert set(PROGRAMS) == expected
     assert len(RESULTS["programs"]) == len(expected)  # no duplicates
     errors = {k: p["error"] for k, p in PROGRAMS.items() if "error" in p}
     assert not errors
+    multi = [t for f in tg.FAMILIES.values() for t in f.multi]
+    assert set(HYBRID) == {(t, s) for t in multi for s in steps.HYBRID_STRATEGIES}
+    assert not {k: p["error"] for k, p in HYBRID.items() if "error" in p}
+    options = [t for f in tg.FAMILIES.values() for t in f.options]
+    assert options == ["h100:1x8"]
+    assert set(OPTIONS) == {(t, s) for t in options for s in steps.OPTION_PROGRAMS}
+    assert not {k: p["error"] for k, p in OPTIONS.items() if "error" in p}
 
 
-def test_made_with_the_pinned_jax_jaxlib_and_libtpu():
-    """Moving a pin without running `nox -s tpu` fails here."""
-    made, pinned = RESULTS["versions"], pins()
-    for name in ("jax", "jaxlib", "libtpu", "flax", "optax"):
-        assert made[name] == pinned[name], (
-            f"results.json was made with {name} {made[name]}, the pin is "
-            f"{pinned[name]}: run `nox -s tpu` and commit the result"
-        )
+@pytest.mark.parametrize("family", list(tg.FAMILIES))
+def test_made_with_the_pinned_packages(family):
+    """Moving a pin without running the family's session fails here."""
+    made = FILES[family]["versions"]
+    for name, version in driver.pins(family).items():
+        if name in made:
+            assert made[name] == version, (
+                f"{family}.json was made with {name} {made[name]}, the pin is {version}: "
+                f"run `nox -s {'gpu' if family == 'gpu' else 'tpu'}` and commit the result"
+            )
+    assert set(driver.PACKAGES[family]) <= set(made)
 
 
-def test_results_were_made_from_the_code_as_it_is():
-    """An edit to a step, the page code it compiles, the driver or the reader, without
-    `nox -s tpu`, fails here rather than leaving the pages' TPU figures stale."""
-    now = driver.inputs_digest()
-    stale = sorted(p for p in now if RESULTS["inputs"].get(p) != now[p])
+@pytest.mark.parametrize("family", list(tg.FAMILIES))
+def test_results_were_made_from_the_code_as_it_is(family):
+    """An edit to a step, the page code it compiles, the driver, the targets, a GPU spec
+    or the reader, without the family's session, fails here rather than leaving the
+    pages' figures stale."""
+    now = driver.inputs_digest(family)
+    stale = sorted(p for p in now if FILES[family]["inputs"].get(p) != now[p])
     assert not stale, (
-        f"docs_build/tpu/results.json is older than {stale}: run `nox -s tpu` and commit "
-        "the result"
+        f"docs_build/compiled/results/{family}.json is older than {stale}: run "
+        f"`nox -s {'gpu' if family == 'gpu' else 'tpu'}` and commit the result"
     )
 
 
 def test_targets_are_what_they_say():
-    targets = RESULTS["targets"]
-    assert targets["cpu"] == {"devices": 8, "device_kind": "cpu", "platform": "cpu"}
+    targets = RESULTS["targets"] | RESULTS["hybrid"]["targets"]
+    assert targets["cpu"] == {
+        "devices": 8,
+        "device_kind": "cpu",
+        "platform": "cpu",
+        "family": "cpu",
+    }
+    kinds = {"v5e": "TPU v5 lite", "v5p": "TPU v5"}
+    cards = {"h100": "NVIDIA H100 80GB HBM3", "a100": "NVIDIA A100-SXM4-80GB"}
     for name, target in targets.items():
-        if name == "cpu":
-            continue
-        chips = math.prod(int(n) for n in name.split(":")[1].split("x"))
-        assert target["devices"] == chips and target["platform"] == "tpu"
-        assert (
-            target["device_kind"]
-            == {"v5e": "TPU v5 lite", "v5p": "TPU v5"}[name.split(":")[0]]
-        )
+        family = tg.family(name)
+        assert target["family"] == family
+        if family == "tpu":
+            topology = tg.MULTI.fullmatch(name)
+            slices = int(topology.group(1)) if topology else 1
+            chips = math.prod(
+                int(n)
+                for n in (topology.group(3) if topology else name)
+                .split(":")[1]
+                .split("x")
+            )
+            assert target["devices"] == slices * chips and target["platform"] == "tpu"
+            assert target["device_kind"] == kinds[tg.card(name)]
+        if family == "gpu":
+            count, per_node = tg.nodes(name)
+            assert (target["nodes"], target["gpus_per_node"]) == (count, per_node)
+            assert target["devices"] == count * per_node and target["platform"] == "gpu"
+            assert target["device_kind"] == cards[tg.card(name)]
+            assert target["memory_bytes"] == tg.spec_value(
+                tg.card(name), "device_memory_size"
+            )
 
 
-@pytest.mark.parametrize("key", sorted(PROGRAMS), ids=" / ".join)
+@pytest.mark.parametrize("key", sorted(WHOLE), ids=" / ".join)
 def test_each_program_agrees_with_itself(key):
-    program = PROGRAMS[key]
-    devices = RESULTS["targets"][program["target"]]["devices"]
+    program = WHOLE[key]
+    devices = (RESULTS["targets"] | RESULTS["hybrid"]["targets"])[program["target"]][
+        "devices"
+    ]
     assert math.prod(program["mesh"].values()) == devices
     for c in program["collectives"]:
         assert c["kind"] in hlo.KINDS
@@ -116,19 +152,28 @@ def test_memory_and_cost_are_filled(key):
     memory, cost = program["memory"], program["cost"]
     assert set(memory) == set(driver.MEMORY_FIELDS)
     assert memory["argument_bytes"] > 0 and memory["output_bytes"] > 0
-    assert cost["flops"] > 0 and cost["bytes_accessed"] > 0
+    if tg.family(key[0]) == "gpu":
+        # XLA's GPU compiler gives no cost analysis for a deviceless compile: the pages
+        # say "not reported" rather than a number.
+        assert set(cost.values()) == {None}
+    else:
+        assert cost["flops"] > 0 and cost["bytes_accessed"] > 0
     assert program["compile_seconds"] > 0
 
 
 def test_the_pipeline_passes_two_arrays_per_step_of_its_schedule():
-    """ppermute((h, tag)) in a fori_loop of microbatches + stages - 1 steps."""
+    """ppermute((h, tag)) in a fori_loop of microbatches + stages - 1 steps: two permutes
+    per step on CPU and TPU; on a GPU one permute carries both arrays."""
     for target, info in RESULTS["targets"].items():
         program = PROGRAMS[target, "pipeline"]
         steps_run = steps.MICROBATCHES + info["devices"] - 1
         assert program["summary"] == {
             "collective-permute": program["summary"]["collective-permute"]
         }
-        assert program["summary"]["collective-permute"]["runs"] == 2 * steps_run
+        arrays = {s.split("[")[1] for c in program["collectives"] for s in c["shapes"]}
+        assert arrays == {"32,1024]", "]"}  # a microbatch's activations, and its tag
+        per_step = 1 if tg.family(target) == "gpu" else 2
+        assert program["summary"]["collective-permute"]["runs"] == per_step * steps_run
 
 
 def test_the_fsdp_rule_is_the_fsdp_pages(devices):
@@ -200,20 +245,24 @@ LIBTPU_STDERR = "\n".join(
 
 def test_libtpu_noise_is_dropped_and_real_errors_are_not():
     """The captured stderr of a libtpu start on this machine, then a real error."""
-    assert driver.without_libtpu_noise(LIBTPU_STDERR) == ""
+    assert tg.without_libtpu_noise(LIBTPU_STDERR) == ""
     error = "E0000 12:00:00.0 1 compiler.cc:1] INTERNAL: RET_CHECK failure\n"
     trace = "=== Source Location Trace: ===\nxla/service/compiler.cc:42\n"
-    assert driver.without_libtpu_noise(LIBTPU_STDERR + error + trace) == error + trace
+    assert tg.without_libtpu_noise(LIBTPU_STDERR + error + trace) == error + trace
 
 
-def test_results_file_stays_small():
-    """85 programs, each collective's record on one line (driver.dump): 198 KB in November."""
-    assert driver.RESULTS.stat().st_size < 256_000
-    assert "HloModule" not in driver.RESULTS.read_text()
+@pytest.mark.parametrize("family", list(tg.FAMILIES))
+def test_results_file_stays_small(family):
+    """Each collective's record on one line (driver.dump): 198 KB for CPU and TPU together
+    in November."""
+    path = driver.results_path(family)
+    assert path.stat().st_size < 256_000
+    assert "HloModule" not in path.read_text()
 
 
-def test_the_results_are_written_one_record_per_line_and_read_back_the_same():
-    text = driver.RESULTS.read_text()
+@pytest.mark.parametrize("family", list(tg.FAMILIES))
+def test_the_results_are_written_one_record_per_line_and_read_back_the_same(family):
+    text = driver.results_path(family).read_text()
     assert driver.dump(json.loads(text)) == text
     sample = {
         "a": [{"kind": "all-gather", "shapes": ["f32[8]"], "x": None}],
@@ -226,11 +275,13 @@ def test_the_results_are_written_one_record_per_line_and_read_back_the_same():
 
 
 def test_a_hybrid_mesh_refuses_devices_of_one_slice(devices):
-    with pytest.raises(ValueError, match=r"2 or more equal slices.*num_slices >= 2"):
+    with pytest.raises(
+        ValueError, match=r"2 or more equal slices or nodes.*num_slices"
+    ):
         steps.hybrid_mesh(devices)
 
 
-@pytest.mark.parametrize("target", driver.HYBRID_TARGETS)
+@pytest.mark.parametrize("target", tg.FAMILIES["tpu"].multi)
 def test_hybrid_programs_sum_within_a_slice_then_across(target):
     """Over several slices each chip all-reduces only its share of the gradients across
     slices (the DCN formula, within the cost model's tolerance); everything else stays on
@@ -286,10 +337,9 @@ def test_the_three_approaches_compile_as_the_pages_own(devices, capsys):
 
 def test_every_approach_compiles_to_one_all_reduce_on_every_target():
     group = RESULTS["approaches"]
-    assert group["targets"] == list(driver.APPROACH_TARGETS)
-    assert len(group["programs"]) == len(driver.APPROACH_TARGETS) * len(
-        steps.APPROACHES
-    )
+    everywhere = [t for f in tg.FAMILIES.values() for t in f.approaches]
+    assert group["targets"] == everywhere
+    assert len(group["programs"]) == len(everywhere) * len(steps.APPROACHES)
     for p in group["programs"]:
         assert "error" not in p, p.get("error")
         found = [(c["kind"], c["shapes"], c["group_size"]) for c in p["collectives"]]
@@ -299,3 +349,42 @@ def test_every_approach_compiles_to_one_all_reduce_on_every_target():
 def test_the_layer_refuses_a_device_count_that_does_not_split_it():
     with pytest.raises(ValueError, match=r"32 inputs do not split over 64 devices"):
         steps.automatic_step([object()] * 64)
+
+
+def test_a_missing_pin_stops_the_driver_naming_package_and_version():
+    """The tests' environment has no CUDA plugin: the gpu family refuses to start here."""
+    with pytest.raises(SystemExit, match=r"needs jax-cuda12-plugin==0\.12\.0\.1"):
+        driver.require("gpu")
+    driver.require("cpu")  # and the cpu family has what it needs
+
+
+def test_a_target_that_cannot_be_made_is_recorded_not_dropped(monkeypatch):
+    """Every program of a target whose devices fail carries the error, and so does the
+    target: the table never loses a row silently."""
+
+    def fail(target):
+        raise tg.TargetError(f"{target}: no topology")
+
+    monkeypatch.setattr(tg, "devices", fail)
+    result = driver.compile_family("cpu", only_strategies=["data parallel", "FSDP"])
+    rows = result["programs"]
+    assert [(p["target"], p["strategy"]) for p in rows] == [
+        ("cpu", "data parallel"),
+        ("cpu", "FSDP"),
+    ]
+    assert all(p["error"] == "TargetError: cpu: no topology" for p in rows)
+    assert result["targets"]["cpu"] == {"error": "TargetError: cpu: no topology"}
+
+
+def test_a_failed_compile_is_recorded_with_its_error(devices, monkeypatch):
+    def broken(devices):
+        raise ValueError("no such layout")
+
+    monkeypatch.setitem(steps.STRATEGIES, "data parallel", broken)
+    result = driver.compile_family("cpu", only_strategies=["data parallel"])
+    (row,) = result["programs"]
+    assert row == {
+        "target": "cpu",
+        "strategy": "data parallel",
+        "error": "ValueError: no such layout",
+    }

@@ -1,7 +1,7 @@
 """The training steps the site shows, compiled for any set of devices from shapes alone.
 
-A page builds real arrays on 8 CPU devices; a TPU topology that libtpu describes has no
-memory to hold them. Each builder here takes the devices (CPU, or a TPU topology's),
+A page builds real arrays on 8 CPU devices; a TPU or GPU topology described without the
+hardware has no memory to hold them. Each builder here takes the devices (CPU, TPU or GPU),
 builds the page's mesh over them, describes every argument as a `jax.ShapeDtypeStruct`
 carrying the sharding the page gives it, and returns a `Step` whose `compile()` lowers
 and compiles the page's own step for that target.
@@ -28,7 +28,7 @@ from jax import P
 from jax.sharding import AxisType, Mesh, NamedSharding
 
 from snippets.concepts.three_approaches.layer import dense
-from snippets.models import MLP
+from snippets.models import MLP, train_step
 from snippets.training.choosing import costs, strategies
 from snippets.training.fsdp.step import fsdp_step_for
 from snippets.training.pipeline.gpipe import gpipe
@@ -183,19 +183,25 @@ def _two_d_shape(n: int) -> tuple[int, int]:
 
 # --8<-- [start:hybrid-mesh]
 def hybrid_mesh(devices: Sequence) -> Mesh:
-    """A ("slice", "data") mesh over the devices of several slices: "slice" crosses the
-    data-center network (DCN) between slices, "data" stays on each slice's own links (ICI).
-    `create_hybrid_device_mesh` reads each device's `slice_index` to lay it out."""
+    """A ("slice", "data") mesh over several TPU slices or GPU nodes: "slice" crosses the
+    network between them (DCN, InfiniBand), "data" stays on each one's own links (ICI,
+    NVLink). `create_hybrid_device_mesh` lays the devices out by their `slice_index`, or
+    for GPU nodes (one process each) by their `process_index`."""
     from jax.experimental import mesh_utils
 
-    slices = len({getattr(d, "slice_index", 0) for d in devices})
-    if slices < 2 or len(devices) % slices:
+    by_process = len({getattr(d, "slice_index", 0) for d in devices}) < 2
+    granules = len({d.process_index if by_process else d.slice_index for d in devices})
+    if granules < 2 or len(devices) % granules:
         raise ValueError(
-            f"a hybrid mesh needs devices from 2 or more equal slices, got {len(devices)} "
-            f"devices from {slices}: compile for a topology with num_slices >= 2"
+            f"a hybrid mesh needs devices from 2 or more equal slices or nodes, got "
+            f"{len(devices)} devices from {granules}: compile for a topology with "
+            "num_slices >= 2, or for 2 or more GPU nodes"
         )
     grid = mesh_utils.create_hybrid_device_mesh(
-        (1, len(devices) // slices), (slices, 1), list(devices)
+        (1, len(devices) // granules),
+        (granules, 1),
+        list(devices),
+        process_is_granule=by_process,
     )
     return Mesh(grid, ("slice", "data"), axis_types=(AxisType.Auto,) * 2)
 
@@ -204,8 +210,8 @@ def hybrid_mesh(devices: Sequence) -> Mesh:
 
 
 def hybrid_step(devices: Sequence, page_strategy: str) -> Step:
-    """A choosing page strategy over several slices: the batch split over both axes, the
-    strategy's weight rules (which name "data") over each slice's chips only."""
+    """A choosing page strategy over several slices or nodes: the batch split over both
+    axes, the strategy's weight rules (which name "data") over each one's own devices."""
     _, _, rules, _ = strategies.STRATEGIES[page_strategy]
     mesh = hybrid_mesh(devices)
     args = abstract_training_state(mesh, rules, P(("slice", "data")))
@@ -216,8 +222,8 @@ def hybrid_step(devices: Sequence, page_strategy: str) -> Step:
     )
 
 
-# Over several slices: data parallelism across all chips, and FSDP within each slice with
-# the slices as data-parallel replicas of it (hybrid sharding, HSDP).
+# Over several slices or nodes: data parallelism across all devices, and FSDP within each
+# slice or node with the others as data-parallel replicas of it (hybrid sharding, HSDP).
 HYBRID_STRATEGIES: dict[str, Callable[[Sequence], Step]] = {
     "data parallel": lambda d: hybrid_step(d, "data parallel"),
     "FSDP": lambda d: hybrid_step(d, "FSDP"),
@@ -233,6 +239,57 @@ STRATEGIES: dict[str, Callable[[Sequence], Step]] = {
     "tensor parallel": lambda d: choosing_page_step(d, "tensor parallel", (len(d),)),
     "2-D": lambda d: choosing_page_step(d, "2-D (2, 4)", _two_d_shape(len(d))),
     "pipeline": pipeline_step,
+}
+
+
+# XLA's GPU options that trade memory and overlap for fewer, larger collectives: the
+# collective combiners' size thresholds (XLA merges collectives of the same kind up to this
+# many bytes) and the latency-hiding scheduler (which issues each collective asynchronously
+# and moves independent work between its start and its done). The scaling page compiles the
+# choosing page's data-parallel and FSDP steps under each for one H100 node.
+GPU_OPTIONS: dict[str, dict[str, int | bool]] = {
+    "combine up to 1 MiB": {
+        f"xla_gpu_{kind}_combine_threshold_bytes": 2**20
+        for kind in ("all_reduce", "all_gather", "reduce_scatter")
+    },
+    "combine up to 1 GiB": {
+        f"xla_gpu_{kind}_combine_threshold_bytes": 2**30
+        for kind in ("all_reduce", "all_gather", "reduce_scatter")
+    },
+    "no latency-hiding scheduler": {"xla_gpu_enable_latency_hiding_scheduler": False},
+}
+
+
+def options_step(page_strategy: str, options: dict) -> Callable[[Sequence], Step]:
+    """The choosing page's step, lowered as its compile_step lowers it, and compiled with
+    XLA `options` (compile_step itself takes none)."""
+
+    def build(devices: Sequence) -> Step:
+        _, axes, rules, batch_spec = strategies.STRATEGIES[page_strategy]
+        mesh = auto_mesh(devices, (len(devices),), axes)
+        model, optimizer, x, y = abstract_training_state(mesh, rules, batch_spec)
+        graphdef, state = nnx.split((model, optimizer))
+
+        def step(state, x, y):
+            model, optimizer = nnx.merge(graphdef, state)
+            loss = train_step(model, optimizer, x, y)
+            return loss, nnx.state((model, optimizer))
+
+        lowered = jax.jit(step).lower(state, x, y)
+        return Step(
+            compile=lambda: lowered.compile(compiler_options=options),
+            mesh=mesh,
+            source="snippets.training.choosing.costs.compile_step",
+            extra=lambda: {"options": dict(options)},
+        )
+
+    return build
+
+
+OPTION_PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
+    f"{strategy}, {name}": options_step(strategy, options)
+    for strategy in ("data parallel", "FSDP")
+    for name, options in GPU_OPTIONS.items()
 }
 
 

@@ -10,112 +10,62 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-hybrid -->`: programs over several slices, bytes within and between slices.
 - `<!-- tpu-approaches -->`: the three approaches page's layer on each 8-device target.
 - `<!-- tpu-programs: NAME | NAME -->`: programs of the "Beyond the basics" pages
-  (docs_build/tpu/advanced.py) on each 8-device target: collectives, bytes sent, and the
+  (docs_build/compiled/advanced.py) on each 8-device target: collectives, bytes sent, and the
   matmuls scheduled while each asynchronous collective is in flight.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
   page's formula against the compiled program's, its temporaries and its peak.
-- `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/tpu/plot.py).
+- `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
   (sent per step), `state` (the step's arguments), `temp` (its temporary buffers), `peak`,
   or for a program over several slices `ici` and `dcn` (sent within and between slices).
 
-All are read from the same committed results (`nox -s tpu` regenerates them), so a number in
+All are read from the same committed results (`nox -s tpu` or `nox -s gpu` regenerates them), so a number in
 the prose is the number in a table, and tests check the claims each page makes about them.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from functools import cache
-from pathlib import Path
 
 from docs_build import costmodel as cm
-from docs_build.tpu.driver import RESULTS, TARGETS
+from docs_build.compiled import plot
+from docs_build.compiled import targets as tg
+from docs_build.compiled.results import (
+    MIB,
+    STRATEGIES,
+    CompiledResultsError,
+    collectives,
+    family_of,
+    floor_ms,
+    links,
+    mib,
+    network_mib,
+    program,
+    results,
+    wire_mib,
+)
 
 TABLE = "<!-- tpu-costs -->"
 TABLES = re.compile(r"<!-- tpu-costs(?:: ([^>]+?))? -->")
 COMPARE = re.compile(r"<!-- tpu-compare: ([^>]+?) -->")
 NUMBER = re.compile(
-    r"<!-- tpu: ([^/]+?) / ([^/]+?) / (wire|state|temp|peak|ici|dcn|ici-ms|dcn-ms) -->"
+    r"<!-- tpu: ([^/]+?) / ([^/]+?) / "
+    r"(wire|state|temp|peak|ici|dcn|nvlink|ib|ici-ms|dcn-ms|nvlink-ms|ib-ms) -->"
 )
 HYBRID_TABLE = "<!-- tpu-hybrid -->"
+HYBRID_TABLES = re.compile(r"<!-- tpu-hybrid(?:: (tpu|gpu))? -->")
 APPROACHES_TABLE = "<!-- tpu-approaches -->"
 PROGRAMS_TABLE = re.compile(r"<!-- tpu-programs: ([^>]+?) -->")
 WORK_TABLE = re.compile(r"<!-- tpu-work: ([^>]+?) -->")
 MEMORY_TABLE = re.compile(r"<!-- tpu-memory: ([^>]+?) -->")
-MEMORY = {"state": "argument_bytes", "temp": "temp_bytes", "peak": "peak_bytes"}
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
-# The page's strategies, in the order the pages teach them.
-STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "2-D", "pipeline")
+SPECS_TABLE = "<!-- gpu-specs -->"
+OPTIONS_TABLE = "<!-- gpu-options -->"
 # A table that sets the pipeline beside the training steps says what its step is.
 ROW_LABEL = {"pipeline": "pipeline (forward pass only)"}
-MIB = 2**20
-
-
-class TpuPagesError(ValueError):
-    """A page asks for a target or strategy that the results do not hold."""
-
-
-@cache
-def results(path: Path = RESULTS) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def program(target: str, strategy: str, data: dict | None = None) -> dict:
-    data = data or results()
-    for p in data["programs"] + data.get("hybrid", {}).get("programs", []):
-        if p["target"] == target and p["strategy"] == strategy:
-            return p
-    raise TpuPagesError(
-        f"no compiled program for target {target!r} and strategy {strategy!r} in "
-        f"{RESULTS.name}: run `nox -s tpu`, or use one of {list(TARGETS)}."
-    )
-
-
-def wire_mib(p: dict) -> float:
-    """MiB each device sends per step, by the ring model, over every collective."""
-    return sum(s["wire_bytes"] for s in p["summary"].values()) / MIB
-
-
-def network_mib(p: dict, network: str) -> float:
-    """MiB each device sends per step over one network of a multi-slice program."""
-    return (
-        sum(
-            c["wire_bytes"] * c["runs"]
-            for c in p["collectives"]
-            if c["network"] == network
-        )
-        / MIB
-    )
-
-
-def collectives(p: dict) -> str:
-    """`4 all-gather, 1 all-reduce`, with runs per step where a loop repeats one."""
-    parts = []
-    for kind, s in sorted(p["summary"].items()):
-        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
-        parts.append(f"{s['count']} {kind}{runs}")
-    return ", ".join(parts) or "none"
-
-
-def mib(p: dict, field: str) -> float:
-    """A program's `field` (wire, state, temp, peak; ici or dcn: sent within a slice or
-    between slices), in MiB per device."""
-    if field == "wire":
-        return wire_mib(p)
-    if field in ("ici", "dcn"):
-        return network_mib(p, field)
-    return p["memory"][MEMORY[field]] / MIB
-
-
-def floor_ms(p: dict, network: str) -> float:
-    """The least time a v5e chip needs to send its `network` bytes, in milliseconds."""
-    per_second = getattr(cm.V5E, network)
-    return cm.seconds(network_mib(p, network) * MIB, per_second) * 1e3
 
 
 def number(target: str, strategy: str, field: str = "wire") -> str:
@@ -131,20 +81,36 @@ def _targets(data: dict, named: str | None) -> list[str]:
     targets = named.split()
     for t in targets:
         if t not in data["targets"]:
-            raise TpuPagesError(
-                f"no compiled programs for target {t!r} in {RESULTS.name}: use some of "
-                f"{list(data['targets'])}, or add it to the targets of `nox -s tpu`."
+            raise CompiledResultsError(
+                f"no compiled programs for target {t!r} in docs_build/compiled/results: use some of "
+                f"{list(data['targets'])}, or add it to the targets of `nox -s tpu` or `nox -s gpu`."
             )
     return targets
 
 
-def _where(data: dict) -> str:
+def _where(data: dict, targets=None) -> str:
+    """Where the figures come from: each family's compiler, and that nothing ran."""
+    shown = {family_of(t) for t in (targets or data["targets"])}
     v = data["versions"]
-    return (
-        f"Compiled ahead of time by JAX {v['jax']} for the CPU backend (the program this "
-        f"site's 8 virtual devices run) and, with libtpu {v['libtpu']}, for each TPU "
-        "topology; nothing ran on a TPU."
+    jax = next(iter(v.values()))["jax"]
+    said = []
+    if "cpu" in shown:
+        said.append(
+            "for the CPU backend (the program this site's 8 virtual devices run)"
+        )
+    if "tpu" in shown:
+        said.append(f"with libtpu {v['tpu']['libtpu']} for each TPU topology")
+    if "gpu" in shown:
+        said.append(
+            f"with jax-cuda12-plugin {v['gpu']['jax-cuda12-plugin']} for each GPU node "
+            "layout, from the card's spec file (no autotuning, so a GPU's own compile may "
+            "choose other kernels and differ a little in temporaries)"
+        )
+    hardware = " or a ".join(
+        name for family, name in (("tpu", "TPU"), ("gpu", "GPU")) if family in shown
     )
+    nothing = f"; nothing ran on a {hardware}." if hardware else "."
+    return f"Compiled ahead of time by JAX {jax} " + ", ".join(said) + nothing
 
 
 def _model(data: dict, strategies=STRATEGIES) -> str:
@@ -175,8 +141,20 @@ def _boxed(lines: list[str], caption: str) -> str:
 
 
 def table(data: dict | None = None, named: str | None = None) -> str:
+    """Every strategy on the targets named (`cpu v5e:2x4`), or on every target: one table
+    for CPU and TPU, one for GPU, so that neither grows too wide for a phone."""
     data = data or results()
-    targets = _targets(data, named)
+    if named:
+        return _table(data, _targets(data, named))
+    everything = list(data["targets"])
+    groups = [
+        [t for t in everything if family_of(t) != "gpu"],
+        [t for t in everything if family_of(t) == "gpu"],
+    ]
+    return "\n".join(_table(data, group) for group in groups if group)
+
+
+def _table(data: dict, targets: list[str]) -> str:
     head = "| strategy | " + " | ".join(
         f"{t}<br>{data['targets'][t]['devices']} devices" for t in targets
     )
@@ -194,7 +172,7 @@ def table(data: dict | None = None, named: str | None = None) -> str:
         "per device per step, by the ring model, over every collective the compiled program "
         "runs (a collective in a loop counted once per trip), read from the compiled "
         "program by the site's HLO reader, then the collectives. Meshes over N devices: "
-        f"data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data)}"
+        f"data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data, targets)}"
     )
     # Data, out of the search index like every generated output: the prose names it.
     return _boxed(lines, caption)
@@ -245,47 +223,91 @@ def compare_table(named: str, data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
-def hybrid_table(data: dict | None = None) -> str:
-    """Programs over several slices: what each device sends within its slice and between."""
+def hybrid_table(data: dict | None = None, family: str | None = None) -> str:
+    """Programs over several TPU slices or GPU nodes (or one family's): what each device
+    sends within its slice or node, and between them."""
     data = data or results()
     m = data["model"]
     model = cm.MLP(m["d"], m["hidden"], m["batch"])
-    hybrid = data["hybrid"]
+    hybrid = {
+        "targets": [
+            t for t in data["hybrid"]["targets"] if family in (None, family_of(t))
+        ],
+        "programs": [
+            p
+            for p in data["hybrid"]["programs"]
+            if family in (None, family_of(p["target"]))
+        ],
+    }
     lines = [
-        "| strategy | target | mesh | within a slice (ICI) | between slices (DCN) "
-        "| DCN, formula | sending takes at least: ICI / DCN |",
+        "| strategy | target | mesh | within a slice or node | between them "
+        "| between, formula | sending takes at least: within / between |",
         "|---|---|---|---|---|---:|---:|",
     ]
+    shown = []
     for p in hybrid["programs"]:
+        family = tg.FAMILIES[family_of(p["target"])]
+        speeds = links(p["target"])
+        shown.append(speeds)
+        unit = {"tpu": ("chips", "slices"), "gpu": ("GPUs", "GPUs")}[family.name]
         cells = []
-        for network in ("ici", "dcn"):
+        for network, names, label in (
+            (family.within, unit[0], speeds.within_name),
+            (family.between, unit[1], speeds.between_name),
+        ):
             counts: dict[tuple[str, int], int] = {}
             for c in p["collectives"]:
                 if c["network"] == network:
                     key = (c["kind"], c["group_size"])
                     counts[key] = counts.get(key, 0) + c["runs"]
-            unit = "chips" if network == "ici" else "slices"
             said = ", ".join(
-                f"{n} {kind} over {g} {unit}" for (kind, g), n in counts.items()
+                f"{n} {kind} over {g} {names}" for (kind, g), n in counts.items()
             )
-            cells.append(f"**{network_mib(p, network):.1f} MiB**: {said}")
+            cells.append(
+                f"{label}: **{network_mib(p, network):.1f} MiB**"
+                + (f": {said}" if said else "")
+            )
         mesh = " \u00d7 ".join(f"{k} {v}" for k, v in p["mesh"].items())
         formula = cm.dcn_bytes(p["mesh"], model) / MIB
+        between = network_mib(p, family.between)
+        departs = abs(between - formula) > cm.TOLERANCE * max(formula, between)
+        formula_cell = f"**{formula:.1f} MiB**" if departs else f"{formula:.1f} MiB"
         lines.append(
             f"| {p['strategy']} | {p['target']} | {mesh} | {cells[0]} | {cells[1]} "
-            f"| {formula:.1f} MiB | {floor_ms(p, 'ici'):.2f} / {floor_ms(p, 'dcn'):.2f} ms |"
+            f"| {formula_cell} | {floor_ms(p, family.within):.2f} / "
+            f"{floor_ms(p, family.between):.2f} ms |"
         )
-    v = data["versions"]
+    speeds = "; ".join(
+        f"{s.chip}: {s.within / 1e9:.0f} GB/s over {s.within_name} and "
+        f"{s.between / 1e9:.3g} GB/s over {s.between_name}, from [{s.source}]({s.url})"
+        for s in dict.fromkeys(shown)
+    )
+    shown = {family_of(t) for t in hybrid["targets"]}
+    over = " or ".join(
+        name for f, name in (("tpu", "TPU slices"), ("gpu", "GPU nodes")) if f in shown
+    )
+    how = []
+    if "tpu" in shown:
+        how.append(
+            "libtpu compiles one slice's program; what crosses between slices is a "
+            "megascale host transfer, read as a collective over the slices."
+        )
+    if "gpu" in shown:
+        how.append(
+            "A GPU program spans every node: a collective counts as between nodes when one "
+            "of its groups holds GPUs of two nodes, and its bytes count whole there, though "
+            "a ring over it sends part of them over NVLink."
+        )
     caption = (
-        f"{_model(data, ['FSDP'])}, over several TPU slices: the batch split over both mesh "
-        'axes; FSDP splits the weights over each slice\'s chips ("data") and keeps a copy per '
-        "slice. Bold: MiB sent per device per step by the ring model. libtpu compiles one "
-        "slice's program; what crosses between slices is a megascale host transfer, read as "
-        "a collective over the slices. DCN formula: 2(S \u2212 1)/S \u00b7 P/n for S slices "
-        f"of n chips (docs_build/costmodel.py). Times: the bytes over what one v5e chip can "
-        f"send, {cm.V5E.ici / 1e9:.0f} GB/s over ICI and {cm.V5E.dcn / 1e9:.3g} GB/s over "
-        f"DCN, from {cm.V5E.source}; a floor, not a measurement. Compiled by JAX "
-        f"{v['jax']} with libtpu {v['libtpu']}; nothing ran on a TPU."
+        f"{_model(data, ['FSDP'])}, over several {over}: the batch split over both mesh "
+        'axes; FSDP splits the weights over each one\'s own devices ("data") and keeps a '
+        "copy per slice or node. Bold: MiB sent per device per step by the ring model. "
+        + " ".join(how)
+        + " Formula: 2(S \u2212 1)/S \u00b7 P/n for S slices or nodes of n devices "
+        "(docs_build/costmodel.py); **bold** where the compiled program departs from it. "
+        "Times: the bytes over what one device can send "
+        f"({speeds}); a floor, not a measurement. "
+        f"{_where(data, list(hybrid['targets']))}"
     )
     return _boxed(lines, caption)
 
@@ -311,13 +333,10 @@ def approaches_table(data: dict | None = None) -> str:
             )
             cells.append(said or "none")
         lines.append(f"| {approach} | " + " | ".join(cells) + " |")
-    v = data["versions"]
     caption = (
         "The layer of this page (x of 32, W of 32 \u00d7 4, x and W's rows split over 8 "
         "devices), compiled as written above, per device: each collective, the bytes of its "
-        "result and the bytes each device sends by the ring model. Compiled ahead of time by "
-        f"JAX {v['jax']} for the CPU backend and, with libtpu {v['libtpu']}, for each TPU "
-        "topology; nothing ran on a TPU."
+        f"result and the bytes each device sends by the ring model. {_where(data, targets)}"
     )
     return _boxed(lines, caption)
 
@@ -327,9 +346,9 @@ def advanced_program(target: str, name: str, data: dict | None = None) -> dict:
     for p in data["advanced"]["programs"]:
         if p["target"] == target and p["strategy"] == name:
             return p
-    raise TpuPagesError(
-        f"no compiled program {name!r} for {target!r} in {RESULTS.name}: add it to "
-        "docs_build/tpu/advanced.py and run `nox -s tpu`."
+    raise CompiledResultsError(
+        f"no compiled program {name!r} for {target!r} in docs_build/compiled/results: add it to "
+        "docs_build/compiled/advanced.py and run `nox -s tpu` or `nox -s gpu`."
     )
 
 
@@ -386,7 +405,7 @@ def programs_table(names: str, data: dict | None = None) -> str:
         "starts them, how many matrix multiplications the compiler scheduled between its "
         "start and its done (work the chip can do while the data travels; "
         f"docs_build/hlo.py's `in_flight`). {_where(data)} Sizes: "
-        "docs_build/tpu/advanced.py."
+        "docs_build/compiled/advanced.py."
     )
     return _boxed(lines, caption)
 
@@ -411,7 +430,9 @@ def work_table(names: str, data: dict | None = None) -> str:
             names,
             data,
             lambda p: (
-                f"{p['cost']['flops']:,.0f}",
+                "not reported"
+                if p["cost"]["flops"] is None
+                else f"{p['cost']['flops']:,.0f}",
                 _kinds(p),
                 _size(wire_mib(p) * MIB),
             ),
@@ -420,7 +441,7 @@ def work_table(names: str, data: dict | None = None) -> str:
     caption = (
         "Per device, per call. Flops: the compiled program's cost_analysis(). Sent: by the "
         f"ring model, over every collective. {_where(data)} Sizes: "
-        "docs_build/tpu/advanced.py."
+        "docs_build/compiled/advanced.py."
     )
     return _boxed(lines, caption)
 
@@ -462,7 +483,7 @@ def memory_table(names: str, data: dict | None = None) -> str:
         "against the bytes the program writes back into its donated state (compiled less "
         f"formula: {said}). Temporaries: every other buffer the program allocates. Peak: the "
         f"backend's own peak_memory_in_bytes. {_where(data)} Sizes: "
-        "docs_build/tpu/advanced.py."
+        "docs_build/compiled/advanced.py."
     )
     return _boxed(lines, caption)
 
@@ -471,8 +492,18 @@ MODEL_TABLE = "<!-- tpu-model -->"
 
 
 def model_table(data: dict | None = None) -> str:
-    """Formula against compiled program, per strategy and target: state and wire bytes."""
+    """Formula against compiled program, per strategy and target: state and wire bytes; one
+    table for CPU and TPU, one for GPU."""
     data = data or results()
+    everything = list(data["targets"])
+    groups = [
+        [t for t in everything if family_of(t) != "gpu"],
+        [t for t in everything if family_of(t) == "gpu"],
+    ]
+    return "\n".join(_model_table(data, group) for group in groups if group)
+
+
+def _model_table(data: dict, targets: list[str]) -> str:
     m = data["model"]
     model = cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
     lines = [
@@ -482,7 +513,7 @@ def model_table(data: dict | None = None) -> str:
         "|---|---|---|---|---|---|",
     ]
     for strategy in STRATEGIES:
-        for target in data["targets"]:
+        for target in targets:
             p = program(target, strategy, data)
             plan = cm.plan_of(p)
             if strategy == "pipeline":
@@ -498,8 +529,7 @@ def model_table(data: dict | None = None) -> str:
             )
             said = plan.describe(strategy)
             said = f"**{said}**" if plan.departs(strategy) else said
-            backend = "cpu" if target == "cpu" else "tpu"
-            formula = cm.transient_bytes(strategy, p["mesh"], model, backend)
+            formula = cm.transient_bytes(strategy, p["mesh"], model, family_of(target))
             temp = (
                 f"{'\u2014' if formula is None else f'{formula / MIB:.1f}'} / "
                 f"{p['memory']['temp_bytes'] / MIB:.1f} MiB"
@@ -510,11 +540,86 @@ def model_table(data: dict | None = None) -> str:
         "The cost model (docs_build/costmodel.py) against the compiled programs of the table "
         "above. State: parameters, Adam's two moments and the device's share of the batch, "
         "against memory_analysis()'s argument bytes. Temporaries: memory_analysis()'s "
-        "temporary buffers, against a formula where one holds (\u2014: none does). Sent: the ring model under the plan the "
-        "compiler chose, against the HLO reader. **Bold**: a plan other than the one the "
+        "temporary buffers, against a formula where one holds (\u2014: none does). Sent: the "
+        "ring model under the plan the compiler chose, against the HLO reader. **Bold**: a plan other than the one the "
         "training pages teach (weights gathered in f32, gradients reduce-scattered; f32 "
         f"activations between stages). Every formula is within {cm.TOLERANCE:.1%} of its "
         "compiled figure (tests/docs_build/test_costmodel.py)."
+    )
+    return _boxed(lines, caption)
+
+
+def specs_table() -> str:
+    """Each GPU card compiled for: its spec file's figures beside NVIDIA's published ones
+    (tests/docs_build/test_gpu_specs.py holds them together)."""
+    data = results()
+    cards = dict.fromkeys(tg.card(t) for t in data["targets"] if family_of(t) == "gpu")
+    lines = [
+        "| card | SMs | memory | memory bandwidth | NVLink, out | network, out |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    sources = []
+    for name in cards:
+        c = cm.LINKS[name]
+        memory = tg.spec_value(name, "device_memory_size") / 2**30
+        bandwidth = tg.spec_value(name, "memory_bandwidth") / 1e12
+        lines.append(
+            f"| {c.chip} | {int(tg.spec_value(name, 'core_count'))} "
+            f"| {memory:.1f} GiB | {bandwidth:.2f} TB/s | {c.within / 1e9:.0f} GB/s "
+            f"| {c.between / 1e9:.0f} GB/s |"
+        )
+        sources.append(
+            f"{c.chip}: `docs_build/compiled/specs/{tg.CARDS[name]}.txtpb`, "
+            f"[{c.source}]({c.url})"
+        )
+    caption = (
+        "What XLA compiled each GPU target for, from the card's spec file (SMs, device "
+        "memory, memory bandwidth; the compiler's scheduler and rematerialization budget "
+        "against this memory), and the link speeds the pages turn bytes into time with: "
+        "NVLink within a node and the network between nodes, per GPU, in one direction. "
+        "Sources: " + "; ".join(sources) + "."
+    )
+    return _boxed(lines, caption)
+
+
+def options_table(data: dict | None = None) -> str:
+    """The training steps under XLA's GPU options, each beside its default compile."""
+    from docs_build.compiled import steps
+
+    data = data or results()
+    lines = [
+        "| step | compiled with | collectives | each carries | sent per device "
+        "| temporaries | peak | matmuls during each async collective |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
+    for target in data["options"]["targets"]:
+        for strategy in ("data parallel", "FSDP"):
+            rows = [("XLA's defaults", program(target, strategy, data))] + [
+                (name, program(target, f"{strategy}, {name}", data))
+                for name in steps.GPU_OPTIONS
+            ]
+            for name, p in rows:
+                sizes = ", ".join(
+                    _size(c["result_bytes"])
+                    for c in p["collectives"]
+                    if c["result_bytes"] >= 2**10
+                )
+                lines.append(
+                    f"| {strategy} | {name} | {_kinds(p)} | {sizes} "
+                    f"| {wire_mib(p):.1f} MiB | {mib(p, 'temp'):.1f} MiB "
+                    f"| {mib(p, 'peak'):.1f} MiB | {_overlap(p)} |"
+                )
+    options = "; ".join(
+        f"{name}: " + ", ".join(f"`{k}={v}`" for k, v in values.items())
+        for name, values in steps.GPU_OPTIONS.items()
+    )
+    caption = (
+        f"{_model(data, ['data parallel'])}, on one node of 8 H100s. Each carries: the "
+        "result of each collective of a kilobyte or more, per device. Last column: for each "
+        "asynchronous collective in the order the program starts them, how many matrix "
+        "multiplications the compiler scheduled between its start and its done. The "
+        f"options, passed to `compile(compiler_options=...)`: {options}. "
+        f"{_where(data, list(data['options']['targets']))}"
     )
     return _boxed(lines, caption)
 
@@ -523,20 +628,22 @@ def fill(markdown: str) -> str:
     """The page with its TPU tables and numbers filled in."""
     markdown = TABLES.sub(lambda m: table(named=m.group(1)), markdown)
     markdown = COMPARE.sub(lambda m: compare_table(m.group(1)), markdown)
-    if "<!-- tpu-plot -->" in markdown:
-        from docs_build.tpu import plot  # it draws from this module's results
-
-        markdown = markdown.replace(plot.PLOT, plot.figure())
+    markdown = plot.PLOTS.sub(
+        lambda m: plot.figure(family=m.group(1) or "tpu"), markdown
+    )
     if APPROACHES_TABLE in markdown:
         markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
     markdown = PROGRAMS_TABLE.sub(lambda m: programs_table(m.group(1)), markdown)
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
-    if HYBRID_TABLE in markdown:
-        markdown = markdown.replace(HYBRID_TABLE, hybrid_table())
+    markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
     markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)
+    if SPECS_TABLE in markdown:
+        markdown = markdown.replace(SPECS_TABLE, specs_table())
+    if OPTIONS_TABLE in markdown:
+        markdown = markdown.replace(OPTIONS_TABLE, options_table())
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
 
 

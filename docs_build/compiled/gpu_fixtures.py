@@ -1,15 +1,13 @@
 """Write GPU programs, compiled without a GPU, as fixtures for the HLO readers' tests.
 
-    uv venv /tmp/gpuvenv --python 3.12
-    uv pip install --python /tmp/gpuvenv/bin/python jax==0.12.0.1 jaxlib==0.12.0.1 \\
-        jax-cuda12-plugin==0.12.0.1 flax==0.12.12 optax==0.2.8 rich
-    JAX_PLATFORMS=cpu /tmp/gpuvenv/bin/python -m docs_build.gpu_fixtures
+    nox -s gpu -- --help   (once, to build .nox/gpu), then
+    JAX_PLATFORMS=cpu .nox/gpu/bin/python -m docs_build.compiled.gpu_fixtures
 
-A throwaway environment on purpose: the CUDA plugin is in no nox session and no dependency
-group. `JAX_PLATFORMS=cpu` keeps the plugin from looking for a GPU when JAX starts;
-`get_topology_desc` then describes 8 H100s on one host from the card's spec below, and XLA
+In `nox -s gpu`'s environment, the only one with the CUDA plugin. `JAX_PLATFORMS=cpu` keeps
+the plugin from looking for a GPU when JAX starts; `get_topology_desc` then describes 8
+H100s on one host from the card's spec (docs_build/compiled/specs/h100_sxm.txtpb), and XLA
 compiles for them (its SPMD partitioner, collective passes and scheduler; no autotuning).
-Nothing runs on a GPU. Each fixture is trimmed as `docs_build.tpu.fixtures.trim` trims
+Nothing runs on a GPU. Each fixture is trimmed as `docs_build.compiled.fixtures.trim` trims
 the TPU ones (debug tables, metadata, computations with no collective or matmul) and
 starts with comment lines saying how it was made.
 """
@@ -19,44 +17,13 @@ from __future__ import annotations
 import os
 import sys
 
-# The card's GpuTargetConfigProto, from XLA's xla/tools/hlo_opt/gpu_specs/h100_sxm.txtpb
-# (values as FACTS.md lists them), with the cuDNN and CUDA versions the compile asks for.
-H100_SXM = """
-gpu_device_info {
-  threads_per_block_limit: 1024
-  threads_per_warp: 32
-  shared_memory_per_block: 49152
-  shared_memory_per_core: 233472
-  threads_per_core_limit: 2048
-  core_count: 132
-  fpus_per_core: 128
-  block_dim_limit_x: 2147483647
-  block_dim_limit_y: 65535
-  block_dim_limit_z: 65535
-  memory_bandwidth: 3352320000000
-  l2_cache_size: 52428800
-  clock_rate_ghz: 1.98
-  device_memory_size: 84978434048
-  shared_memory_per_block_optin: 232448
-  cuda_compute_capability { major: 9 }
-  registers_per_core_limit: 65536
-  registers_per_block_limit: 65536
-}
-platform_name: "CUDA"
-dnn_version_info { major: 9 minor: 8 }
-runtime_version { major: 12 minor: 9 }
-device_description_str: "NVIDIA H100 80GB HBM3"
-"""
-TOPOLOGY = "1x1x8"  # one host with 8 GPUs
+TOPOLOGY = "h100:1x8"  # one node of 8 H100s (docs_build/compiled/targets.py)
 
 
 def h100_devices() -> list:
-    from jax.experimental import topologies
+    from docs_build.compiled.targets import devices
 
-    topology = topologies.get_topology_desc(
-        platform="cuda", target_config=H100_SXM, topology=TOPOLOGY
-    )
-    return list(topology.devices)
+    return devices(TOPOLOGY)
 
 
 def header(what: str) -> str:
@@ -64,16 +31,16 @@ def header(what: str) -> str:
 
     return (
         f"// {what}\n"
-        f"// Compiled without a GPU for 8 x H100 SXM (topology {TOPOLOGY}) with jax and\n"
+        f"// Compiled without a GPU for 8 x H100 SXM ({TOPOLOGY}) with jax and\n"
         f"// jaxlib {jax.__version__} and jax-cuda12-plugin, JAX_PLATFORMS=cpu:\n"
-        "// `JAX_PLATFORMS=cpu python -m docs_build.gpu_fixtures` (see its docstring);\n"
-        "// trimmed as docs_build.tpu.fixtures.trim trims the TPU fixtures.\n"
+        "// `JAX_PLATFORMS=cpu python -m docs_build.compiled.gpu_fixtures` (see its docstring);\n"
+        "// trimmed as docs_build.compiled.fixtures.trim trims the TPU fixtures.\n"
     )
 
 
 def step_text(strategy: str) -> str:
-    """The choosing page's step, as the TPU tables compile it (docs_build.tpu.steps)."""
-    from docs_build.tpu import steps
+    """The choosing page's step, as the TPU tables compile it (docs_build.compiled.steps)."""
+    from docs_build.compiled import steps
 
     return steps.STRATEGIES[strategy](h100_devices()).compile().as_text()
 
@@ -132,8 +99,8 @@ FIXTURES = {
 def main() -> None:
     if os.environ.get("JAX_PLATFORMS") != "cpu":
         sys.exit("set JAX_PLATFORMS=cpu: the CUDA plugin must not look for a GPU")
-    from docs_build.tpu.fixtures import FIXTURES as DIRECTORY
-    from docs_build.tpu.fixtures import trim
+    from docs_build.compiled.fixtures import FIXTURES as DIRECTORY
+    from docs_build.compiled.fixtures import trim
 
     for name, (what, make) in FIXTURES.items():
         text = header(what) + trim(make())

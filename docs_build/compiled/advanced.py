@@ -1,6 +1,6 @@
 """The "Beyond the basics" pages' programs, compiled for any set of devices from shapes alone.
 
-Each builder takes the devices (CPU, or a TPU topology's), builds the page's mesh over them,
+Each builder takes the devices (CPU, or a TPU or GPU topology's), builds the page's mesh over them,
 describes the arguments as `jax.ShapeDtypeStruct`s carrying the page's shardings, and returns
 a `Step` whose `compile()` compiles the page's own jitted function, unchanged. The sizes are
 larger than the pages' (which run on one CPU), so that the TPU compiler plans for work of a
@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import P
 from jax.sharding import AxisType, NamedSharding
 
-from docs_build.tpu.steps import Step
+from docs_build.compiled.steps import Step
 from snippets.advanced.expert_parallel import dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
 from snippets.advanced.inference import layouts

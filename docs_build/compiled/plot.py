@@ -1,6 +1,6 @@
 """The scaling plot: each strategy's bytes per device from 8 to 256 chips, formula and compiled.
 
-`<!-- tpu-plot -->` on a page becomes an inline SVG drawn from docs_build/tpu/results.json
+`<!-- tpu-plot -->` on a page becomes an inline SVG drawn from docs_build/compiled/results/
 and the cost model (docs_build.costmodel), and a list of the points where the compiler
 changed its plan between two slice sizes. Two panels, both on log scales: the bytes one
 device sends per step (ring model), and the state it keeps between steps. Solid lines with
@@ -17,13 +17,42 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import re
+from dataclasses import dataclass
 
 from docs_build import costmodel as cm
-from docs_build.tpu import pages
+from docs_build.compiled import results as pages
 
 PLOT = "<!-- tpu-plot -->"
-# One chip (v5e), three slice sizes: the 2-D, 64- and 256-chip topologies compiled.
-TARGETS = ("v5e:2x4", "v5e:8x8", "v5e:16x16")
+PLOTS = re.compile(r"<!-- tpu-plot(?:: (tpu|gpu))? -->")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One family's plot: a chip at three sizes."""
+
+    targets: tuple[str, ...]
+    unit: str  # the x axis
+    devices: str  # "chips", "GPUs"
+    compiler: str  # what compiled the solid lines
+    grows: str  # what grows: "slice", "cluster"
+
+
+SCALES = {
+    # One chip (v5e), three slice sizes: the 2-D, 64- and 256-chip topologies compiled.
+    "tpu": Scale(
+        ("v5e:2x4", "v5e:8x8", "v5e:16x16"), "chips (v5e)", "chips", "libtpu", "slice"
+    ),
+    # One card (H100 SXM), one node of 8 and clusters of 2 and 8 such nodes.
+    "gpu": Scale(
+        ("h100:1x8", "h100:2x8", "h100:8x8"),
+        "GPUs (H100, 8 per node)",
+        "GPUs",
+        "the CUDA plugin",
+        "cluster",
+    ),
+}
+TARGETS = SCALES["tpu"].targets
 COLOURS = {
     "data parallel": "#3d7fd6",
     "FSDP": "#d55e00",
@@ -35,7 +64,7 @@ PANELS = (
     ("wire", "Sent per device per step"),
     ("state", "State per device"),
 )
-WIDTH, HEIGHT = 760, 330
+WIDTH, HEIGHT = 760, 346
 PANEL_W, PANEL_H, TOP, LEFT, GAP = 300, 200, 34, 62, 80
 
 
@@ -45,7 +74,9 @@ def _formula(field: str, strategy: str, p: dict, model: cm.MLP) -> float:
     return cm.state_bytes(strategy, p["mesh"], model) / pages.MIB
 
 
-def series(data: dict | None = None) -> dict[tuple[str, str], list[dict]]:
+def series(
+    data: dict | None = None, family: str = "tpu"
+) -> dict[tuple[str, str], list[dict]]:
     """(field, strategy) -> one point per target: chips, compiled, formula, plan."""
     data = data or pages.results()
     m = data["model"]
@@ -56,7 +87,7 @@ def series(data: dict | None = None) -> dict[tuple[str, str], list[dict]]:
             if field == "state" and strategy == "pipeline":
                 continue  # a forward pass, no optimizer: not the state of a training step
             points = []
-            for target in TARGETS:
+            for target in SCALES[family].targets:
                 p = pages.program(target, strategy, data)
                 plan = cm.plan_of(p)
                 points.append(
@@ -72,10 +103,10 @@ def series(data: dict | None = None) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def plan_changes(data: dict | None = None) -> list[dict]:
+def plan_changes(data: dict | None = None, family: str = "tpu") -> list[dict]:
     """Where a strategy's plan differs from its plan on the next smaller slice."""
     changes = []
-    for (field, strategy), points in series(data).items():
+    for (field, strategy), points in series(data, family).items():
         if field != "wire":
             continue
         for before, after in itertools.pairwise(points):
@@ -117,10 +148,13 @@ def _marker(
     return f'<polygon points="{pts}" {data}/>'
 
 
-def svg(data: dict | None = None) -> str:
+def svg(data: dict | None = None, family: str = "tpu") -> str:
     data = data or pages.results()
-    all_series = series(data)
-    changes = plan_changes(data)
+    scale = SCALES[family]
+    all_series = series(data, family)
+    changes = plan_changes(data, family)
+    sizes = [data["targets"][t]["devices"] for t in scale.targets]
+    low, high = math.log2(min(sizes)), math.log2(max(sizes))
     parts = []
     for index, (field, title) in enumerate(PANELS):
         x0 = LEFT + index * (PANEL_W + GAP)
@@ -137,7 +171,7 @@ def svg(data: dict | None = None) -> str:
             return TOP + PANEL_H * (1 - (math.log10(v) - lo) / (hi - lo))
 
         def x_of(chips, x0=x0):
-            return x0 + 24 + (PANEL_W - 48) * (math.log2(chips) - 3) / (8 - 3)
+            return x0 + 24 + (PANEL_W - 48) * (math.log2(chips) - low) / (high - low)
 
         parts.append(
             f'<text x="{x0}" y="{TOP - 14}" font-weight="bold">{title} (MiB)</text>'
@@ -154,7 +188,7 @@ def svg(data: dict | None = None) -> str:
                 'stroke="currentColor" stroke-opacity="0.15"/>'
                 f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
             )
-        for target in TARGETS:
+        for target in scale.targets:
             chips = data["targets"][target]["devices"]
             x = x_of(chips)
             parts.append(
@@ -163,7 +197,7 @@ def svg(data: dict | None = None) -> str:
             )
         parts.append(
             f'<text x="{x0 + PANEL_W / 2}" y="{TOP + PANEL_H + 32}" '
-            'text-anchor="middle">chips (v5e)</text>'
+            f'text-anchor="middle">{scale.unit}</text>'
         )
         for shape, strategy in enumerate(pages.STRATEGIES):
             points = all_series.get((field, strategy))
@@ -219,46 +253,63 @@ def svg(data: dict | None = None) -> str:
         )
         x += 132
     parts.append(
-        f'<text x="{LEFT}" y="{legend_y + 24}">solid: compiled by libtpu; dashed: the '
-        "formula under the plan the training pages teach; ring: the plan changed "
-        "from the smaller slice</text>"
+        f'<text x="{LEFT}" y="{legend_y + 24}">solid: compiled by {scale.compiler}; '
+        "dashed: the formula under the plan the training pages teach;</text>"
+        f'<text x="{LEFT}" y="{legend_y + 40}">ring: the plan changed from the smaller '
+        f"{scale.grows}</text>"
     )
-    title = "Bytes per device against the number of v5e chips, per strategy"
+    title = f"Bytes per device against the number of {scale.unit}, per strategy"
+    counts = ", ".join(str(n) for n in sizes[:-1]) + f" and {sizes[-1]}"
     desc = (
-        "Two log-scale panels, sent per device per step and state per device, at 8, 64 "
-        "and 256 chips, compiled beside the formula; the tables on this page hold every value."
+        "Two log-scale panels, sent per device per step and state per device, at "
+        f"{counts} {scale.devices}, compiled beside the formula; the tables on this page "
+        "hold every value."
     )
+    ids = f"{family}-plot-title {family}-plot-desc"
     return (
         f'<svg class="tpu-plot-svg" viewBox="0 0 {WIDTH} {HEIGHT + 10}" '
-        'xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby="tpu-plot-title '
-        'tpu-plot-desc" font-size="12">'
-        f'<title id="tpu-plot-title">{title}</title><desc id="tpu-plot-desc">{desc}</desc>'
-        + "".join(parts)
-        + "</svg>"
+        f'xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby="{ids}" '
+        'font-size="12">'
+        f'<title id="{family}-plot-title">{title}</title>'
+        f'<desc id="{family}-plot-desc">{desc}</desc>' + "".join(parts) + "</svg>"
     )
 
 
-def figure(data: dict | None = None) -> str:
+def figure(data: dict | None = None, family: str = "tpu") -> str:
     """The plot, and the list of plan changes its rings mark, as page Markdown."""
     data = data or pages.results()
+    scale = SCALES[family]
     items = []
-    for number, change in enumerate(plan_changes(data), 1):
+    for number, change in enumerate(plan_changes(data, family), 1):
         a, b = change["from"], change["to"]
         items.append(
-            f"{number}. **{change['strategy']}, {a['chips']} \u2192 {b['chips']} chips:** "
-            f"{a['plan']} became {b['plan']}."
+            f"{number}. **{change['strategy']}, {a['chips']} \u2192 {b['chips']} "
+            f"{scale.devices}:** {a['plan']} became {b['plan']}."
         )
-    v = data["versions"]
+    v = data["versions"][family]
+    if family == "tpu":
+        made = (
+            f"compiled for three v5e slices by JAX {v['jax']} with libtpu "
+            f"{v['libtpu']}; nothing ran on a TPU"
+        )
+    else:
+        made = (
+            "compiled for one node of 8 H100s and clusters of 2 and 8 such nodes by JAX "
+            f"{v['jax']} with jax-cuda12-plugin {v['jax-cuda12-plugin']}; nothing ran on "
+            "a GPU"
+        )
     caption = (
-        "The MLP of the tables below, compiled for three v5e slices by JAX "
-        f"{v['jax']} with libtpu {v['libtpu']}; nothing ran on a TPU. The pipeline is "
-        "left out of the state panel: its step is a forward pass without an optimizer."
+        f"The MLP of the tables below, {made}. The pipeline is left out of the state "
+        "panel: its step is a forward pass without an optimizer."
+    )
+    changed = (
+        f"Where the compiler changed its plan as the {scale.grows} grew:\n\n"
+        + "\n".join(items)
+        if items
+        else f"The compiler kept every strategy's plan as the {scale.grows} grew."
     )
     return (
         '<figure class="tpu-plot" data-search-exclude>\n'
-        f"{svg(data)}\n"
-        f"<figcaption>{caption}</figcaption>\n</figure>\n\n"
-        "Where the compiler changed its plan as the slice grew:\n\n"
-        + "\n".join(items)
-        + "\n"
+        f"{svg(data, family)}\n"
+        f"<figcaption>{caption}</figcaption>\n</figure>\n\n" + changed + "\n"
     )

@@ -1,6 +1,6 @@
 """Write the compiled-HLO excerpts that tests/docs_build/test_hlo.py reads the reader against.
 
-    python -m docs_build.tpu.fixtures        (in the `nox -s tpu` environment: needs libtpu)
+    python -m docs_build.compiled.fixtures        (in the `nox -s tpu` environment: needs libtpu)
 
 Each fixture is a real program compiled here, one per spelling or feature the reader must
 handle, trimmed to stay small: the debug tables (FileNames ... StackFrames) and every
@@ -152,9 +152,9 @@ def cpu_loops() -> str:
 
 
 def tpu_devices(topology: str) -> list:
-    from docs_build.tpu.driver import target_devices
+    from docs_build.compiled.targets import devices
 
-    return target_devices(topology)
+    return devices(topology)
 
 
 def tpu_shard_map(topology: str = "v5e:2x4") -> str:
@@ -210,14 +210,14 @@ def tpu_iota(topology: str = "v5e:2x4") -> str:
 
 def tpu_fsdp_step(topology: str = "v5e:2x4") -> str:
     """The choosing page's FSDP step: async all-gather chains, all-reduce-scatter."""
-    from docs_build.tpu import steps
+    from docs_build.compiled import steps
 
     return steps.STRATEGIES["FSDP"](tpu_devices(topology)).compile().as_text()
 
 
 def tpu_multislice_step(topology: str = "2 slices of v5e:2x4") -> str:
     """Data parallelism over two slices: ICI collectives, and megascale sends over DCN."""
-    from docs_build.tpu import steps
+    from docs_build.compiled import steps
 
     devices = tpu_devices(topology)
     return steps.HYBRID_STRATEGIES["data parallel"](devices).compile().as_text()
@@ -285,7 +285,7 @@ def main(argv: list[str]) -> int:
         make, flags = FIXTURE_PROGRAMS[name]
         if flags and os.environ.get("LIBTPU_INIT_ARGS") != flags:
             env = {**os.environ, "LIBTPU_INIT_ARGS": flags}
-            command = [sys.executable, "-m", "docs_build.tpu.fixtures", name]
+            command = [sys.executable, "-m", "docs_build.compiled.fixtures", name]
             subprocess.run(command, check=True, env=env, cwd=ROOT)
             continue
         text = trim(make())

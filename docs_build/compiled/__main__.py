@@ -1,0 +1,3 @@
+from docs_build.compiled.driver import main
+
+raise SystemExit(main())

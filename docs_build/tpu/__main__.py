@@ -1,3 +1,0 @@
-from docs_build.tpu.driver import main
-
-raise SystemExit(main())
