@@ -16,6 +16,9 @@ A page writes a marker where generated evidence goes:
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
   page's formula against the compiled program's, its temporaries and its peak.
+- `<!-- gpu-fits: TARGET / NAME -->`: the bytes per device one of those programs needs, as the
+  transformer page's `fits` adds them (arguments + outputs - aliased + temporaries), in MiB;
+  `<!-- gpu-budget: CARD -->` the memory JAX's allocator takes of that card by default.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
@@ -61,6 +64,8 @@ APPROACHES_TABLE = "<!-- tpu-approaches -->"
 PROGRAMS_TABLE = re.compile(r"<!-- tpu-programs: ([^>]+?) -->")
 WORK_TABLE = re.compile(r"<!-- tpu-work: ([^>]+?) -->")
 MEMORY_TABLE = re.compile(r"<!-- tpu-memory: ([^>]+?) -->")
+FITS = re.compile(r"<!-- gpu-fits: ([^/]+?) / ([^>]+?) -->")
+BUDGET = re.compile(r"<!-- gpu-budget: (\w+) -->")
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 SPECS_TABLE = "<!-- gpu-specs -->"
 OPTIONS_TABLE = "<!-- gpu-options -->"
@@ -446,6 +451,19 @@ def work_table(names: str, data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def needed_bytes(p: dict) -> int:
+    """What the transformer page's `fits` computes, from the stored memory_analysis()."""
+    m = p["memory"]
+    return m["argument_bytes"] + m["output_bytes"] - m["alias_bytes"] + m["temp_bytes"]
+
+
+def budget_bytes(card: str) -> int:
+    """The bytes JAX's GPU allocator takes of `card` by default."""
+    from snippets.advanced.transformer.memory import DEFAULT_FRACTION
+
+    return int(tg.spec_value(card, "device_memory_size") * DEFAULT_FRACTION)
+
+
 def state_gap(p: dict) -> int:
     """Bytes of state the compiled program holds beyond the page's formula: what it
     aliases to its donated state, less the formula."""
@@ -639,6 +657,13 @@ def fill(markdown: str) -> str:
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
+    markdown = FITS.sub(
+        lambda m: f"{needed_bytes(advanced_program(*m.groups())) / MIB:,.1f} MiB",
+        markdown,
+    )
+    markdown = BUDGET.sub(
+        lambda m: f"{budget_bytes(m.group(1)) / MIB:,.1f} MiB", markdown
+    )
     markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)
     if SPECS_TABLE in markdown:
         markdown = markdown.replace(SPECS_TABLE, specs_table())

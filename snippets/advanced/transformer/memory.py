@@ -48,13 +48,44 @@ def memory_table(cfg: Config, mesh: Mesh, compiled, tokens_spec):
     return table, lowered
 
 
+# --8<-- [start:fits]
+# An H100 SXM's memory, from its spec, and the part JAX's allocator takes by default.
+H100_BYTES = 84_978_434_048
+DEFAULT_FRACTION = 0.75
+
+
+def fits(compiled, budget_bytes: int) -> tuple[int, bool]:
+    """Bytes one device needs to run `compiled`, and whether they fit in `budget_bytes`."""
+    m = compiled.memory_analysis()
+    needed = (
+        m.argument_size_in_bytes
+        + m.output_size_in_bytes
+        - m.alias_size_in_bytes  # (1)!
+        + m.temp_size_in_bytes
+    )
+    return needed, needed <= budget_bytes
+
+
+# --8<-- [end:fits]
+
+
+def fits_here(compiled, lowered):
+    # --8<-- [start:fits-here]
+    budget = int(H100_BYTES * DEFAULT_FRACTION)  # what JAX takes of an H100
+    for remat, program in {"on": compiled, "off": lowered.compile()}.items():
+        needed, ok = fits(program, budget)
+        print(f"remat {remat}: needs {needed:,} bytes, fits in {budget:,}: {ok}")
+    # --8<-- [end:fits-here]
+
+
 def main() -> None:
     from snippets.advanced.transformer import init, step
 
     mesh = build_mesh()
     cfg, sharded, _ = init.make_state(mesh)
     _, tokens_spec, compiled = step.compile_step(cfg, sharded, mesh)
-    memory_table(cfg, mesh, compiled, tokens_spec)
+    _, lowered = memory_table(cfg, mesh, compiled, tokens_spec)
+    fits_here(compiled, lowered)
 
 
 if __name__ == "__main__":

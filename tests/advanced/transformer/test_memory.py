@@ -1,14 +1,31 @@
+import contextlib
+import io
 import re
 
 import jax
 import numpy as np
+import pytest
 
 from docs_build import hlo
+from docs_build.compiled import pages
+from docs_build.compiled.targets import spec_value
 from snippets.advanced.transformer.init import build_mesh, sharded_init
-from snippets.advanced.transformer.memory import state_bytes
+from snippets.advanced.transformer.memory import (
+    DEFAULT_FRACTION,
+    H100_BYTES,
+    fits,
+    fits_here,
+    state_bytes,
+)
 from snippets.advanced.transformer.model import Config
 
 STATE = 86_984  # parameters, mu and nu of device 0, and two 4-byte counters
+ALLOCATOR_VARIABLES = (
+    "XLA_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+)
 TOKENS = 2 * 17 * 4  # device 0's two examples of 17 int32 tokens
 
 
@@ -87,3 +104,84 @@ def test_the_printed_table(memory_run):
     ]
     for line in lines[3:]:
         assert [m.end() for m in re.finditer(r"\S+", line)][1:] == ends
+
+
+def test_fits_adds_arguments_outputs_and_temporaries_counting_aliased_bytes_once(
+    compiled_step,
+):
+    _, _, compiled = compiled_step
+    m = compiled.memory_analysis()
+    needed, ok = fits(compiled, 10**12)
+    assert needed == (
+        m.argument_size_in_bytes
+        + m.output_size_in_bytes
+        - m.alias_size_in_bytes
+        + m.temp_size_in_bytes
+    )
+    assert ok
+    assert m.alias_size_in_bytes == STATE  # the donated state, counted once
+    assert fits(compiled, needed) == (needed, True)
+    assert fits(compiled, needed - 1) == (needed, False)
+
+
+def test_the_page_checks_against_the_h100_spec_and_the_default_fraction(
+    compiled_step, memory_run
+):
+    assert spec_value("h100", "device_memory_size") == H100_BYTES
+    assert pages.budget_bytes("h100") == int(H100_BYTES * DEFAULT_FRACTION)
+    (_, lowered), _ = memory_run
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fits_here(compiled_step[2], lowered)
+    lines = out.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["remat on", "remat off"]
+    assert all(
+        line.endswith(f"fits in {pages.budget_bytes('h100'):,}: True") for line in lines
+    )
+
+
+def test_the_h100_figures_are_fits_sum_of_the_stored_programs():
+    for name in ("transformer step, remat", "transformer step, no remat"):
+        p = pages.advanced_program("h100:1x8", name)
+        m = p["memory"]
+        needed = (
+            m["argument_bytes"] + m["output_bytes"] - m["alias_bytes"] + m["temp_bytes"]
+        )
+        marker = f"<!-- gpu-fits: h100:1x8 / {name} -->"
+        assert pages.fill(marker) == f"{needed / pages.MIB:,.1f} MiB"
+        assert needed < pages.budget_bytes("h100")
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, {"allocator": "default"}),
+        ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, {"preallocate": False}),
+        ({"XLA_CLIENT_MEM_FRACTION": ".9"}, {"memory_fraction": 0.9}),
+        ({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".9"}, {"memory_fraction": 0.9}),
+        ({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}, {"allocator": "platform"}),
+    ],
+)
+def test_what_jax_hands_the_gpu_allocator_from_each_variable(
+    monkeypatch, env, expected
+):
+    """JAX 0.12.0.1 turns the variables into the CUDA plugin's options (readable on CPU)."""
+    from jaxlib import xla_client
+
+    for name in ALLOCATOR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    options = xla_client.generate_pjrt_gpu_plugin_options()
+    assert {k: options[k] for k in expected} == expected
+    if not env:  # no fraction and no preallocation setting: the plugin's defaults
+        assert "memory_fraction" not in options and "preallocate" not in options
+
+
+def test_both_names_of_the_fraction_are_refused(monkeypatch):
+    from jaxlib import xla_client
+
+    monkeypatch.setenv("XLA_CLIENT_MEM_FRACTION", ".9")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".8")
+    with pytest.raises(ValueError, match="deprecated"):
+        xla_client.generate_pjrt_gpu_plugin_options()
