@@ -89,9 +89,9 @@ def test_the_script_names_only_compiled_plans_and_most_of_them():
 
 
 def test_the_gpu_makes_the_cpus_plans_with_bfloat16_at_two_bytes():
-    # the page: "An H100 node ... made the CPU's plan for every move here, but with
-    # `bfloat16` at its own two bytes"
-    assert "made the CPU's plan for every move here" in " ".join(
+    # the page: "An H100 node ... made the CPU's plan for each of the grid's 8-device
+    # moves, but with `bfloat16` at its own two bytes"
+    assert "made the CPU's plan for each of the grid's 8-device moves" in " ".join(
         PAGE.read_text(encoding="utf-8").split()
     )
     eight = [c for c in GRID["cases"] if "h100:1x8" in c.get("plans", {})]
