@@ -88,7 +88,8 @@ def install(session: nox.Session, group: str) -> None:
     A stamp in the environment records what was installed: a warm `nox -s docs` then spends
     no time in pip or uv.
     """
-    requirements = nox.project.dependency_groups(PYPROJECT, group)
+    # A group that includes two groups with a common one lists its pins twice: once is enough.
+    requirements = list(dict.fromkeys(nox.project.dependency_groups(PYPROJECT, group)))
     # The groups that build the site also get this project, editable, so that the MkDocs
     # hook imports `docs_build` as any package (pyproject's [build-system]).
     project = group in SITE_GROUPS
@@ -392,12 +393,13 @@ def planner(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def reshard(session: nox.Session) -> None:
-    """Compile the sharding explorer's moves from one spec to another, for CPU and TPUs.
+    """Compile the sharding explorer's moves from one spec to another, for CPU, TPUs and GPUs.
 
     Writes docs_build/reshard_grid.json (the collectives of each move), which the build and
     tests/docs_build/test_reshard_grid.py hold the explorer's script to: commit the result.
+    Its environment holds libtpu and the CUDA plugin together (the `compiled` group).
     """
-    install(session, "tpu")
+    install(session, "compiled")
     session.run("python", "-m", "docs_build.reshard_grid", *session.posargs, env=QUIET)
 
 

@@ -252,13 +252,15 @@ def moves_grid() -> dict:
 
 def moves() -> list[dict]:
     """Each compiled move of the grid: its case, the target it was compiled for, the
-    backend the explorer calls it ("cpu" or "tpu") and JAX's plan. A case whose compile
-    aborted has none."""
+    backend the explorer calls it ("cpu", "tpu" or "gpu": the target's family) and JAX's
+    plan. A case whose compile aborted has none."""
+    from docs_build.compiled.targets import family
+
     return [
         {
             "case": case,
             "target": target,
-            "backend": "cpu" if target == "cpu" else "tpu",
+            "backend": family(target),
             "plan": plan,
         }
         for case in moves_grid()["cases"]
@@ -390,17 +392,22 @@ def moves_table() -> str:
         by_case.setdefault(key, {"case": m["case"]})[m["target"]] = m["plan"]
     lines = [
         "| dtype | from | to | CPU: collectives, bytes sent per device | "
-        "TPU v5e:2x4: the same |",
-        "|---|---|---|---|---|",
+        "TPU v5e:2x4: the same | H100 (h100:1x8): the same |",
+        "|---|---|---|---|---|---|",
     ]
     for entry in by_case.values():
         case = entry["case"]
         lines.append(
             f"| {case['dtype']} | `{spec_text(case['source'])}` | "
             f"`{spec_text(case['target'])}` | {plan_text(entry['cpu'])} | "
-            f"{plan_text(entry['v5e:2x4'])} |"
+            f"{plan_text(entry['v5e:2x4'])} | {plan_text(entry['h100:1x8'])} |"
         )
     return "\n".join(lines)
+
+
+def _and(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
 
 
 def moves_checked() -> str:
@@ -409,7 +416,7 @@ def moves_checked() -> str:
     grid = moves_grid()["cases"]
     targets = report["targets"]
     cpu = targets["cpu"]
-    tpu = {k: v for k, v in targets.items() if k != "cpu"}
+    others = {k: v for k, v in targets.items() if k != "cpu"}
     crashed = [c for c in grid if "crash" in c]
     meshes = {json.dumps(c["mesh"]) for c in grid}
     sizes = sorted({math.prod(c["mesh"]) for c in grid})
@@ -417,11 +424,14 @@ def moves_checked() -> str:
         f"The build compiled {sum(t['programs'] for t in targets.values()):,} such moves: "
         f"{len(grid):,} pairs of specs on {len(meshes)} meshes of {sizes[0]} to "
         f"{sizes[-1]} devices, each for the CPU backend, and those on 8 devices for "
-        + " and ".join(tpu)
+        + _and(list(others))
         + " too. The script names JAX's plan for "
         f"{cpu['named']:,} of the {cpu['programs']:,} CPU programs and "
-        + " and ".join(
-            f"{v['named']:,} of the {v['programs']:,} for {k}" for k, v in tpu.items()
+        + _and(
+            [
+                f"{v['named']:,} of the {v['programs']:,} for {k}"
+                for k, v in others.items()
+            ]
         )
         + ", and every plan it names is the compiled one, collective by collective and "
         "byte for byte; for the other moves it says that it does not know."

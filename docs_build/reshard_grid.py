@@ -2,19 +2,21 @@
 
     python -m docs_build.reshard_grid [--out F]
 
-(`nox -s reshard` runs it, in the environment with libtpu.) Each case is an array on a mesh
+(`nox -s reshard` runs it, in the environment with libtpu and the CUDA plugin together:
+the `compiled` dependency group.) Each case is an array on a mesh
 under a source `PartitionSpec`, and the program `jax.jit(lambda a: a, out_shardings=target)`:
 all it does is move the array to the target spec, so the collectives in its compiled HLO are
 what JAX inserts for that move. Every case is compiled for the CPU backend (meshes of 3 to
-256 devices) and, for the 8-device meshes, for two TPU slices (v5e:2x4, v5p:2x2x2). Stored
+256 devices) and, for the 8-device meshes, for two TPU slices (v5e:2x4, v5p:2x2x2) and one
+H100 node (h100:1x8; the worker runs with JAX_PLATFORMS=cpu, which the plugin needs). Stored
 per case and target: the collectives as the HLO reader reads them (docs_build/hlo.py): kind,
 devices per group, number of groups (of pairs, for a collective-permute) and wire bytes sent
 per device (ring model), in the order the program runs them.
 
 The explorer's script (docs/javascripts/sharding-explorer.js, `reshard`) names these plans
 from rules; tests/docs_build/test_reshard_grid.py runs it over every case under Node, and
-tests/browser/test_explorer.py types every case into the page. Nothing runs on a TPU: these
-are the programs a TPU would run, as the compiler planned them.
+tests/browser/test_explorer.py types every case into the page. Nothing runs on a TPU or a
+GPU: these are the programs they would run, as their compilers planned them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -38,13 +41,17 @@ from docs_build.compiled import targets as tg
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "reshard_grid.json"
 TPU_TARGETS = ("v5e:2x4", "v5p:2x2x2")
+GPU_TARGETS = ("h100:1x8",)
+# The pyproject dependency groups whose pins the grid's environment holds (the `compiled`
+# group includes both).
+FAMILIES = ("tpu", "gpu")
 CPU_DEVICES = 256
 PAIRS = 12  # per mesh and shape
 DTYPES = ("float32", "bfloat16", "int8")
 # Each mesh with array shapes that many of its specs divide: 1 to 4 dimensions, sizes with a
-# factor of three for the meshes that have one. The 8-device meshes, compiled for TPUs too,
-# have mostly arrays of 1,024 elements or more (smaller gathers may become all-reduces there)
-# and one smaller array each.
+# factor of three for the meshes that have one. The 8-device meshes, compiled for TPUs and
+# an H100 node too, have mostly arrays of 1,024 elements or more (smaller gathers may become
+# all-reduces on a TPU) and one smaller array each.
 MESHES = (
     ((8,), ("x",), ((48,), (64, 96), (32, 16, 16))),
     ((3,), ("x",), ((12,), (6, 9), (3, 6, 12))),
@@ -115,7 +122,9 @@ def cases() -> list[dict]:
 
 
 def targets_of(case: dict) -> tuple[str, ...]:
-    return ("cpu", *TPU_TARGETS) if math.prod(case["mesh"]) == 8 else ("cpu",)
+    if math.prod(case["mesh"]) == 8:
+        return ("cpu", *TPU_TARGETS, *GPU_TARGETS)
+    return ("cpu",)
 
 
 def plan(case: dict, devices: list) -> list[dict]:
@@ -158,7 +167,7 @@ def _worker(first: int) -> None:
     use_cpu_devices(CPU_DEVICES)
     import jax
 
-    devices = {t: tg.devices(t) for t in TPU_TARGETS}
+    devices = {t: tg.devices(t) for t in (*TPU_TARGETS, *GPU_TARGETS)}
     devices["cpu"] = jax.devices()
     for index, case in enumerate(cases()[first:], start=first):
         plans = {t: plan(case, devices[t]) for t in targets_of(case)}
@@ -176,6 +185,8 @@ def compile_all(grid: list[dict]) -> None:
             capture_output=True,
             text=True,
             cwd=records.ROOT,
+            # the CUDA plugin describes GPUs only when it is not asked to find one
+            env={**os.environ, "JAX_PLATFORMS": "cpu"},
         )
         for line in proc.stdout.splitlines():
             done = json.loads(line)
@@ -188,6 +199,14 @@ def compile_all(grid: list[dict]) -> None:
         # "F1125 03:06:19.73 27983 hlo_sharding_util.cc:3007] Check failed: ..." -> the check
         grid[first]["crash"] = last.split("] ", 1)[-1].strip()
         first += 1
+
+
+def versions() -> dict[str, str | None]:
+    """Python and every package of the families the grid is compiled with."""
+    found: dict[str, str | None] = {}
+    for family in FAMILIES:
+        found |= records.versions(family)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": records.versions("tpu"),
+        "versions": versions(),
         "inputs": inputs_digest(),
         "cases": grid,
     }

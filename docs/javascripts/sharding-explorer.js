@@ -104,7 +104,7 @@
 
   /* What JAX inserts to move an array from `c.spec` to `target`: the collectives of
    * `jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, target))`, as XLA's SPMD
-   * partitioner plans them, for "cpu" or "tpu". The build compiles a grid of such moves
+   * partitioner plans them, for "cpu", "tpu" or "gpu". The build compiles a grid of such moves
    * (docs_build/reshard_grid.py) and holds these rules to every one (under Node and in the
    * browser); a move no rule covers gets {steps: null, why}, never a guess.
    *
@@ -117,15 +117,24 @@
    *   target cut finer, the block elsewhere  one collective-permute of the target block
    *   target cut coarser                     all-gathers of the minor factor of each
    *                                          dimension (per dimension, the last first, on
-   *                                          CPU; one on TPU), after a collective-permute
-   *                                          when they would not land on the target's
-   *                                          devices
+   *                                          CPU and GPU; one on TPU), after a
+   *                                          collective-permute when they would not land on
+   *                                          the target's devices
    *   as many tiles, two dimensions trade a factor   one all-to-all (moving the minor
    *                                          factor of one to the minor end of the other),
    *                                          then a collective-permute if needed
    * Bytes are sent per device by the ring model (docs_build/hlo.py); the CPU backend moves
-   * bfloat16 as float32. */
-  var WIRE_ITEMSIZE = { cpu: { float32: 4, bfloat16: 4, int8: 1 }, tpu: ITEMSIZE };
+   * bfloat16 as float32.
+   *
+   * The GPU compiler (jax-cuda12-plugin, for an H100 node of 8) made the CPU's plan for
+   * every 8-device move of the grid, but for the dtype. Where the TPU's program gathers
+   * several dimensions with a single all-gather over their devices, the GPU's HLO has one
+   * all-gather per dimension, the last first, with a transpose between them (the same
+   * bytes in all); it gathers the grid's arrays of fewer than TPU_SMALL_GATHER elements
+   * too, where the TPU's program has an all-reduce; and its collectives carry bfloat16 as
+   * bfloat16, as the TPU's do. */
+  var WIRE_ITEMSIZE = { cpu: { float32: 4, bfloat16: 4, int8: 1 }, tpu: ITEMSIZE,
+    gpu: ITEMSIZE };
   // Gathers of arrays this small the TPU compiler sometimes runs as all-reduces instead.
   var TPU_SMALL_GATHER = 1024;
   var NOT_MODELLED = "JAX's plan for this move takes more than one kind of step; the " +
@@ -439,7 +448,7 @@
     head.appendChild(document.createTextNode(" to "));
     head.appendChild(element("code", { "data-explorer": "target-text" }, specText(target)));
     head.appendChild(document.createTextNode(", compiled for " +
-      (backend === "cpu" ? "the CPU backend:" : "a TPU:")));
+      { cpu: "the CPU backend:", tpu: "a TPU:", gpu: "an H100 GPU:" }[backend]));
     out.appendChild(head);
     var move = reshard(c, target, backend);
     if (move.error) {

@@ -29,9 +29,25 @@ def test_the_grid_was_made_from_the_code_and_pins_as_they_are():
         f"docs_build/reshard_grid.json is older than {stale}: run `nox -s reshard` and "
         "commit the result"
     )
-    pinned = family_pins("tpu")
-    for name in ("jax", "jaxlib", "libtpu"):
-        assert GRID["versions"][name] == pinned[name], "run `nox -s reshard`"
+    for family in reshard_grid.FAMILIES:
+        pinned = family_pins(family)
+        for name in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin", "jax-cuda12-pjrt"):
+            if name in pinned:
+                assert GRID["versions"][name] == pinned[name], "run `nox -s reshard`"
+
+
+def test_the_reshard_session_installs_every_family_the_grid_needs():
+    import tomllib
+
+    groups = tomllib.loads(
+        (explorer.ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    )["dependency-groups"]
+    assert groups["compiled"] == [
+        {"include-group": family} for family in reshard_grid.FAMILIES
+    ]
+    noxfile = (explorer.ROOT / "noxfile.py").read_text(encoding="utf-8")
+    session = noxfile.split("def reshard(", 1)[1].split("\n@nox.session", 1)[0]
+    assert 'install(session, "compiled")' in session
 
 
 def test_the_grid_is_the_cases_the_module_draws():
@@ -49,7 +65,10 @@ def test_the_grid_is_large_and_varied():
     assert max(math.prod(c["mesh"]) for c in cases) == 256
     assert {c["dtype"] for c in cases} == set(reshard_grid.DTYPES)
     eight = [c for c in cases if math.prod(c["mesh"]) == 8 and "crash" not in c]
-    assert all(set(c["plans"]) == {"cpu", *reshard_grid.TPU_TARGETS} for c in eight)
+    assert all(
+        set(c["plans"]) == {"cpu", *reshard_grid.TPU_TARGETS, *reshard_grid.GPU_TARGETS}
+        for c in eight
+    )
     kinds = {s["kind"] for m in programs for s in m["plan"]}
     assert kinds >= {"all-gather", "all-to-all", "collective-permute"}
     # a move that the compiler aborts is kept, with the check that failed
@@ -69,6 +88,39 @@ def test_the_script_names_only_compiled_plans_and_most_of_them():
         assert any(kind in {s["kind"] for s in m["plan"]} for m in named), kind
 
 
+def test_the_gpu_makes_the_cpus_plans_with_bfloat16_at_two_bytes():
+    # the page: "An H100 node ... made the CPU's plan for each of the grid's 8-device
+    # moves, but with `bfloat16` at its own two bytes"
+    assert "made the CPU's plan for each of the grid's 8-device moves" in " ".join(
+        PAGE.read_text(encoding="utf-8").split()
+    )
+    eight = [c for c in GRID["cases"] if "h100:1x8" in c.get("plans", {})]
+    assert len(eight) == sum(
+        math.prod(c["mesh"]) == 8 and "crash" not in c for c in GRID["cases"]
+    )
+    for case in eight:
+        half = 2 if case["dtype"] == "bfloat16" else 1
+        cpu = [{**s, "wire": s["wire"] / half} for s in case["plans"]["cpu"]]
+        assert case["plans"]["h100:1x8"] == cpu, case
+
+
+@needs_node
+def test_the_script_names_the_gpus_gathers_of_small_arrays():
+    # The TPU compiler may run these as all-reduces, so the script declines them for a TPU;
+    # the GPU's programs gather them, and the script names them (check_moves: correctly).
+    gpu = [m for m in explorer.moves() if m["backend"] == "gpu"]
+    as_tpu = explorer.script_answers(
+        [{**explorer.move_job(m), "backend": "tpu"} for m in gpu]
+    )
+    as_gpu = explorer.script_answers([explorer.move_job(m) for m in gpu])
+    small = [
+        g
+        for t, g in zip(as_tpu, as_gpu, strict=True)
+        if t.get("steps") is None and "all-reduce" in t.get("why", "")
+    ]
+    assert small and all(g["steps"] for g in small)
+
+
 MUTATIONS = {
     # the CPU gathers the last dimension first
     "for (d = nd - 1; d >= 0; d--) {": "for (d = 0; d < nd; d++) {",
@@ -76,6 +128,10 @@ MUTATIONS = {
     "cpu: { float32: 4, bfloat16: 4, int8: 1 }": "cpu: { float32: 4, bfloat16: 2, int8: 1 }",
     # the all-to-all moves the minor factor
     "r[b] = ix[b] * k + (ix[a] % k);": "r[b] = (ix[a] % k) * s.counts[b] + ix[b];",
+    # the GPU gathers one dimension at a time, as the CPU does (the TPU gathers at once)
+    'if (backend === "tpu") {': 'if (backend !== "cpu") {',
+    # the GPU's collectives carry bfloat16 as bfloat16 (the CPU's as float32)
+    "gpu: ITEMSIZE };": "gpu: { float32: 4, bfloat16: 4, int8: 1 } };",
 }
 
 
@@ -106,7 +162,7 @@ def test_the_page_says_what_the_check_found():
     report = explorer.check_moves()
     cpu = report["targets"]["cpu"]
     assert f"{cpu['named']:,} of the {cpu['programs']:,} CPU programs" in filled
-    for target in reshard_grid.TPU_TARGETS:
+    for target in (*reshard_grid.TPU_TARGETS, *reshard_grid.GPU_TARGETS):
         counts = report["targets"][target]
         assert (
             f"{counts['named']:,} of the {counts['programs']:,} for {target}" in filled
@@ -131,6 +187,7 @@ def test_the_table_of_moves_is_every_compiled_move_of_its_mesh_and_shape():
         assert cells[1] == f"`{explorer.spec_text(case['source'])}`"
         assert cells[3] == explorer.plan_text(case["plans"]["cpu"])
         assert cells[4] == explorer.plan_text(case["plans"]["v5e:2x4"])
+        assert cells[5] == explorer.plan_text(case["plans"]["h100:1x8"])
 
 
 def test_plans_read_as_a_reader_would_say_them():
