@@ -284,7 +284,7 @@ def hybrid_table(data: dict | None = None, family: str | None = None) -> str:
         )
     speeds = "; ".join(
         f"{s.chip}: {s.within / 1e9:.0f} GB/s over {s.within_name} and "
-        f"{s.between / 1e9:.3g} GB/s over {s.between_name}, from [{s.source}]({s.url})"
+        f"{s.between / 1e9:.3g} GB/s over {s.between_name}, from {s.source}"
         for s in dict.fromkeys(shown)
     )
     shown = {family_of(t) for t in hybrid["targets"]}
@@ -573,8 +573,9 @@ def specs_table() -> str:
     data = results()
     cards = dict.fromkeys(tg.card(t) for t in data["targets"] if family_of(t) == "gpu")
     lines = [
-        "| card | SMs | memory | memory bandwidth | NVLink, out | network, out |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| card | SMs | memory | memory bandwidth | NVLink, out | network, out "
+        "| source |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     sources = []
     for name in cards:
@@ -584,18 +585,18 @@ def specs_table() -> str:
         lines.append(
             f"| {c.chip} | {int(tg.spec_value(name, 'core_count'))} "
             f"| {memory:.1f} GiB | {bandwidth:.2f} TB/s | {c.within / 1e9:.0f} GB/s "
-            f"| {c.between / 1e9:.0f} GB/s |"
+            f"| {c.between / 1e9:.0f} GB/s | [NVIDIA]({c.url}) |"
         )
         sources.append(
-            f"{c.chip}: `docs_build/compiled/specs/{tg.CARDS[name]}.txtpb`, "
-            f"[{c.source}]({c.url})"
+            f"{c.chip}: `docs_build/compiled/specs/{tg.CARDS[name]}.txtpb` and "
+            f"{c.source}"
         )
     caption = (
         "What XLA compiled each GPU target for, from the card's spec file (SMs, device "
         "memory, memory bandwidth; the compiler's scheduler and rematerialization budget "
         "against this memory), and the link speeds the pages turn bytes into time with: "
         "NVLink within a node and the network between nodes, per GPU, in one direction. "
-        "Sources: " + "; ".join(sources) + "."
+        "Sources (the last column links them): " + "; ".join(sources) + "."
     )
     return _boxed(lines, caption)
 

@@ -367,6 +367,7 @@ def test_multi_host_claims_about_gpu_nodes():
     assert "(900 GB/s of NVLink per GPU, both directions together)" in text
     assert "(one 400 Gb/s InfiniBand port per GPU)" in text
     assert cm.H100.within == 900e9 / 2 and cm.H100.between == 400e9 / 8
+    assert f"[NVIDIA publishes]({cm.H100.url})" in text
 
 
 def said(page: str) -> str:
