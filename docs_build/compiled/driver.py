@@ -49,6 +49,31 @@ def results_path(family: str) -> Path:
     return RESULTS / f"{family}.json"
 
 
+def schedule(text: str, records: list[dict]) -> list[list]:
+    """The entry computation in the order the program runs it, from its first collective
+    to its last: each collective instruction (`all-reduce-start`, `-done`, or a sync one)
+    as [opcode, name, result shapes], and each run of matmuls between them as
+    ["matmul", count, None]. What sits between a start and its done runs while the data
+    travels (the latency-hiding scheduler put it there)."""
+    module = hlo.parse(text)
+    shapes = {r["name"]: r["shapes"] for r in records}
+    rows: list[list] = []
+    for inst in module.computations[module.entry].instructions.values():
+        base = inst.opcode.removesuffix("-start").removesuffix("-done")
+        if base in hlo.KINDS:
+            rows.append([inst.opcode, inst.name, shapes.get(inst.name)])
+        elif hlo._multiplies(module, inst, set()):
+            if rows and rows[-1][0] == "matmul":
+                rows[-1][1] += 1
+            else:
+                rows.append(["matmul", 1, None])
+    while rows and rows[0][0] == "matmul":
+        rows.pop(0)
+    while rows and rows[-1][0] == "matmul":
+        rows.pop()
+    return rows
+
+
 def describe(
     target: str,
     strategy: str,
@@ -96,6 +121,8 @@ def describe(
         "cost": cost(compiled),
         "collectives": records,
         "summary": hlo.summarize(records),
+        # The entry computation's collectives and matmuls, in the order they run.
+        "schedule": schedule(text, records),
         # Each asynchronous collective, with the matmuls scheduled while it is in flight.
         "in_flight": [
             {"kind": f.kind, "start": f.start, "matmuls": f.matmuls}

@@ -69,6 +69,7 @@ BUDGET = re.compile(r"<!-- gpu-budget: (\w+) -->")
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 SPECS_TABLE = "<!-- gpu-specs -->"
 OPTIONS_TABLE = "<!-- gpu-options -->"
+SCHEDULE = re.compile(r"<!-- gpu-schedule: ([^/]+?) / ([^>]+?) -->")
 # A table that sets the pipeline beside the training steps says what its step is.
 ROW_LABEL = {"pipeline": "pipeline (forward pass only)"}
 
@@ -643,6 +644,19 @@ def options_table(data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def schedule_block(target: str, name: str, data: dict | None = None) -> str:
+    """A program's collectives and matmuls in the order it runs them, as a text block."""
+    p = program(target.strip(), name.strip(), data)
+    lines = []
+    for opcode, what, shapes in p["schedule"]:
+        if opcode == "matmul":
+            lines.append(f"    {what} matmul" + ("s" if what > 1 else ""))
+        else:
+            lines.append(f"{what:<28} {', '.join(shapes or [])}".rstrip())
+    body = "\n".join(lines) or "(no collective in the entry computation)"
+    return f"```{{.text .no-copy}}\n{body}\n```"
+
+
 def fill(markdown: str) -> str:
     """The page with its TPU tables and numbers filled in."""
     markdown = TABLES.sub(lambda m: table(named=m.group(1)), markdown)
@@ -670,6 +684,7 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(SPECS_TABLE, specs_table())
     if OPTIONS_TABLE in markdown:
         markdown = markdown.replace(OPTIONS_TABLE, options_table())
+    markdown = SCHEDULE.sub(lambda m: schedule_block(*m.groups()), markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
 
 

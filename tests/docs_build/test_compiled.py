@@ -388,3 +388,35 @@ def test_a_failed_compile_is_recorded_with_its_error(devices, monkeypatch):
         "strategy": "data parallel",
         "error": "ValueError: no such layout",
     }
+
+
+def test_the_schedule_is_the_entry_computations_collectives_and_matmuls_in_order():
+    """Read from the stored H100 data-parallel fixture, worked out by hand: the first
+    all-reduce starts, one gradient matmul runs, it is awaited, the second all-reduce
+    starts and is awaited; and the committed h100:1x8 row says the same."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "gpu_h100x8_dp_step.hlo").read_text()
+    records = [c.as_record() for c in hlo.read(text).collectives]
+    assert driver.schedule(text, records) == [
+        ["all-reduce-start", "all-reduce-start.1", ["f32[4199425]"]],
+        ["matmul", 1, None],
+        ["all-reduce-done", "all-reduce-done.1", None],
+        ["all-reduce-start", "all-reduce-start", ["f32[1024,4096]"]],
+        ["all-reduce-done", "all-reduce-done", None],
+    ]
+    assert PROGRAMS["h100:1x8", "data parallel"]["schedule"] == driver.schedule(
+        text, records
+    )
+    # "a matmul runs while it travels (the gradient of the other kernel, which the second
+    # all-reduce then carries)": the matmul between the first start and its done is the
+    # second start's operand
+    entry = hlo.parse(text)
+    order = list(entry.computations[entry.entry].instructions.values())
+    names = [i.name for i in order]
+    between = order[
+        names.index("all-reduce-start.1") + 1 : names.index("all-reduce-done.1")
+    ]
+    matmuls = [i.name for i in between if i.name.startswith("gemm_fusion")]
+    second = order[names.index("all-reduce-start")]
+    assert matmuls == second.operands == ["gemm_fusion_dot.6"]

@@ -289,7 +289,27 @@ def test_the_gpu_options_section_says_what_the_programs_show():
     gathers = [c for c in fsdp["collectives"] if c["kind"] == "all-gather"]
     assert len(gathers) == 1 and gathers[0]["form"] == "sync"
     assert kinds(target, "FSDP")["all-gather"] == 2
+    # the two schedules the section shows: a matmul between the first all-reduce's start
+    # and its done; without the scheduler, synchronous all-reduces and nothing during them
+    assert pages.SCHEDULE.findall(text) == [
+        (target, "data parallel"),
+        (target, "data parallel, " + unscheduled),
+    ]
+    ops = [row[0] for row in get("data parallel")["schedule"]]
+    assert ops == [
+        "all-reduce-start",
+        "matmul",
+        "all-reduce-done",
+        "all-reduce-start",
+        "all-reduce-done",
+    ]
+    ops = [row[0] for row in get("data parallel", unscheduled)["schedule"]]
+    assert ops == ["all-reduce", "matmul", "all-reduce"]
+    block = pages.fill(f"<!-- gpu-schedule: {target} / data parallel -->")
+    assert block.startswith("```{.text") and "    1 matmul" in block
     for phrase in (
+        "a matmul runs while it travels",
+        "each all-reduce is one synchronous instruction, and nothing runs during it",
         "The bytes sent are the same under every option",
         "one all-reduce, and the temporaries double",
         "it sends them in three all-reduces",
