@@ -152,12 +152,19 @@ def table(data: dict | None = None, named: str | None = None) -> str:
     data = data or results()
     if named:
         return _table(data, _targets(data, named))
+    return "\n".join(_table(data, group) for group in _wide_groups(data))
+
+
+def _wide_groups(data: dict) -> list[list[str]]:
+    """Every target, split for tables that give each target a column or rows of its own:
+    CPU and TPU, then GPU, so that neither table grows too wide or long; an empty group is
+    left out."""
     everything = list(data["targets"])
     groups = [
         [t for t in everything if family_of(t) != "gpu"],
         [t for t in everything if family_of(t) == "gpu"],
     ]
-    return "\n".join(_table(data, group) for group in groups if group)
+    return [group for group in groups if group]
 
 
 def _table(data: dict, targets: list[str]) -> str:
@@ -514,12 +521,7 @@ def model_table(data: dict | None = None) -> str:
     """Formula against compiled program, per strategy and target: state and wire bytes; one
     table for CPU and TPU, one for GPU."""
     data = data or results()
-    everything = list(data["targets"])
-    groups = [
-        [t for t in everything if family_of(t) != "gpu"],
-        [t for t in everything if family_of(t) == "gpu"],
-    ]
-    return "\n".join(_model_table(data, group) for group in groups if group)
+    return "\n".join(_model_table(data, group) for group in _wide_groups(data))
 
 
 def _model_table(data: dict, targets: list[str]) -> str:
