@@ -27,6 +27,7 @@ from snippets.advanced.profiling import program as profiling
 from snippets.advanced.sequence_parallel import mlp, ring
 from snippets.advanced.shapes_and_randomness import uneven
 from snippets.advanced.transformer import init, memory, model, step
+from snippets.guides.out_of_memory import step as oom
 
 # The collective matmul: x (rows over "x") @ w (columns over "x"), M = K = N, in bf16.
 MATMUL_SIZE = 4096
@@ -204,6 +205,26 @@ def _predict(weight_spec: P) -> Callable[[Sequence], Step]:
     return build
 
 
+def _oom(fixes: oom.Fixes) -> Callable[[Sequence], Step]:
+    def build(devices: Sequence) -> Step:
+        mesh = _line(
+            devices, "data"
+        )  # the out-of-memory page's Explicit ("data",) mesh
+        return Step(
+            compile=lambda: oom.compile_step(mesh, oom.Sizes(), fixes),
+            mesh=mesh,
+            source="snippets.guides.out_of_memory.step.make_step",
+        )
+
+    return build
+
+
+# The out-of-memory page's steps, at the page's own sizes (it compiles them, and runs none).
+OOM_PREFIX = "out of memory: "
+# Programs a target's compiler may refuse for lack of memory (libtpu checks at compile time):
+# the refusal is recorded as the result ("refused"), not as an error.
+MAY_NOT_FIT = frozenset(OOM_PREFIX + name for name in oom.STEPS)
+
 PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "gather matmul": _matmul(collective_matmul.gather_matmul, "gather_matmul"),
     "ring matmul": _matmul(collective_matmul.ring_matmul, "ring_matmul"),
@@ -219,4 +240,5 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "predict, weights whole": _predict(P()),
     "transformer step, remat": _transformer(remat=True),
     "transformer step, no remat": _transformer(remat=False),
+    **{OOM_PREFIX + name: _oom(fixes) for name, fixes in oom.STEPS.items()},
 }

@@ -168,6 +168,7 @@ INPUTS = (
     "snippets/advanced/transformer/memory.py",
     "snippets/advanced/transformer/model.py",
     "snippets/advanced/transformer/step.py",
+    "snippets/guides/out_of_memory/step.py",
 )
 
 
@@ -335,20 +336,28 @@ def _describe_all(target, devices, builders: dict, save_hlo) -> list[dict]:
                 raise devices
             row = describe(target, name, devices, save_hlo, builders)
         except Exception as err:
-            row = {
-                "target": target,
-                "strategy": name,
-                "error": f"{type(err).__name__}: {err}"[:2000],
-            }
+            message = f"{type(err).__name__}: {err}"[:2000]
+            row = {"target": target, "strategy": name}
+            row["refused" if refused_for_memory(name, message) else "error"] = message
         rows.append(row)
         print(_line(row), flush=True)
     return rows
+
+
+def refused_for_memory(name: str, message: str) -> bool:
+    """Whether a failed compile is a program the page expects may not fit, refused by the
+    compiler for lack of memory (libtpu does so at compile time): a result, not an error."""
+    from docs_build.compiled.advanced import MAY_NOT_FIT
+
+    return name in MAY_NOT_FIT and "RESOURCE_EXHAUSTED" in message
 
 
 def _line(row: dict) -> str:
     head = f"{row['target']:<10} {row['strategy']:<22}"
     if "error" in row:
         return f"{head} ERROR {row['error'][:200]}"
+    if "refused" in row:
+        return f"{head} REFUSED {row['refused'][:200]}"
     kinds = ", ".join(
         f"{s['runs']} {k}"
         + (f" (+{s['unknown_runs']} unknown)" if s["unknown_runs"] else "")

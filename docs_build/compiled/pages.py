@@ -31,6 +31,7 @@ the prose is the number in a table, and tests check the claims each page makes a
 
 from __future__ import annotations
 
+import math
 import re
 
 from docs_build import costmodel as cm
@@ -67,6 +68,15 @@ MEMORY_TABLE = re.compile(r"<!-- tpu-memory: ([^>]+?) -->")
 FITS = re.compile(r"<!-- gpu-fits: ([^/]+?) / ([^>]+?) -->")
 BUDGET = re.compile(r"<!-- gpu-budget: (\w+) -->")
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
+# The out-of-memory page: bytes each step needs per device on every target, and how much
+# remat saved against the page's formula.
+NEEDED_TABLE = "<!-- tpu-needed -->"
+REMAT_TABLE = "<!-- tpu-remat -->"
+OOM_FLOPS = re.compile(r"<!-- oom-flops: ([^>]+?) -->")
+OOM_REFUSED = re.compile(r"<!-- oom-refused: ([^/]+?) / ([^>]+?) -->")
+OOM_NUMBER = re.compile(
+    r"<!-- oom: ([^/]+?) / ([^/]+?) / (arguments|outputs|temp|needed|collectives) -->"
+)
 SPECS_TABLE = "<!-- gpu-specs -->"
 OPTIONS_TABLE = "<!-- gpu-options -->"
 SCHEDULE = re.compile(r"<!-- gpu-schedule: ([^/]+?) / ([^>]+?) -->")
@@ -514,6 +524,139 @@ def memory_table(names: str, data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+GIB = 2**30
+
+
+def oom_steps() -> dict:
+    """The out-of-memory page's steps, by the names its table prints."""
+    from snippets.guides.out_of_memory.step import STEPS
+
+    return STEPS
+
+
+def _oom(target: str, name: str, data: dict) -> dict:
+    from docs_build.compiled.advanced import OOM_PREFIX
+
+    return advanced_program(target, OOM_PREFIX + name, data)
+
+
+def needed_table(data: dict | None = None) -> str:
+    """Each of the out-of-memory page's steps, on each target: what one device needs."""
+    data = data or results()
+    targets = data["advanced"]["targets"]
+    lines = [
+        "| step | " + " | ".join(targets) + " |",
+        "|---|" + "---:|" * len(targets),
+    ]
+    for name in oom_steps():
+        cells = []
+        for t in targets:
+            p = _oom(t, name, data)
+            if "refused" in p:
+                cells.append(refusal(p))
+            else:
+                cells.append(
+                    f"{needed_bytes(p) / GIB:,.1f} ({p['memory']['temp_bytes'] / GIB:,.1f})"
+                )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    caption = (
+        "GiB per device: arguments + outputs - aliased + temporaries, from the compiled "
+        "program's memory_analysis(); temporaries alone in brackets. Refused: the compiler "
+        "stopped with RESOURCE_EXHAUSTED, and the figures are its own, what the program "
+        "needed and the memory the chip has. The TPU compiler keeps some buffers in on-chip "
+        f"memory, which these figures do not count. {_where(data)}"
+    )
+    return _boxed(lines, caption)
+
+
+HBM_OOM = re.compile(r"\(([\d.]+G)\) exceeds available HBM \(([\d.]+G)\)")
+
+
+def refusal(p: dict) -> str:
+    """A refused compile's cell: `refused: 107.09G > 15.75G`, libtpu's own figures."""
+    found = HBM_OOM.search(p["refused"])
+    if not found:
+        raise CompiledResultsError(
+            f"{p['target']} / {p['strategy']}: a refusal without libtpu's figures: "
+            f"{p['refused'][:200]}"
+        )
+    return f"refused: {found[1]} > {found[2]}"
+
+
+def remat_flops(target: str, data: dict | None = None) -> float:
+    """How many more flops the step with remat counts than the one without, as a fraction."""
+    data = data or results()
+    without, with_ = (
+        _oom(target, n, data)["cost"]["flops"] for n in ("+ FSDP", "+ remat")
+    )
+    if not (without and with_):
+        raise CompiledResultsError(f"{target}: the compiler reports no flops")
+    return with_ / without - 1
+
+
+def refused_block(target: str, name: str, data: dict | None = None) -> str:
+    """The compiler's refusal of one step, as it stopped: the message up to its first
+    sentence after the figures (the rest names the HLO module and libtpu's help)."""
+    p = _oom(target, name, data or results())
+    if "refused" not in p:
+        raise CompiledResultsError(f"{target} / {name} compiled: nothing was refused")
+    message = p["refused"].split(" HLO module:")[0]
+    return f"```{{.text .no-copy}}\n{message}\n```"
+
+
+def oom_number(target: str, name: str, field: str, data: dict | None = None) -> str:
+    """One figure of one out-of-memory step on one target, as the page's prose says it."""
+    p = _oom(target, name, data or results())
+    if field == "collectives":  # "128 all-gathers and 64 reduce-scatters"
+        said = [f"{s['runs']} {kind}s" for kind, s in p["summary"].items()]
+        return " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
+    m = p["memory"]
+    value = {
+        "arguments": m["argument_bytes"],
+        "outputs": m["output_bytes"] - m["alias_bytes"],
+        "temp": m["temp_bytes"],
+        "needed": needed_bytes(p),
+    }[field]
+    return f"{value / GIB:,.1f} GiB"
+
+
+def remat_saving(target: str, data: dict | None = None) -> tuple[int, int]:
+    """(Temporaries remat saved on `target`, what the page's formula says it saves)."""
+    from snippets.guides.out_of_memory.step import Sizes, activation_bytes
+
+    data = data or results()
+    without, with_ = (_oom(target, n, data) for n in ("+ FSDP", "+ remat"))
+    saved = without["memory"]["temp_bytes"] - with_["memory"]["temp_bytes"]
+    devices = math.prod(without["mesh"].values())
+    formula = activation_bytes(Sizes(), devices, False) - activation_bytes(
+        Sizes(), devices, True
+    )
+    return saved, formula
+
+
+def remat_table(data: dict | None = None) -> str:
+    data = data or results()
+    lines = [
+        "| target | remat saved | formula | compiled - formula |",
+        "|---|---:|---:|---:|",
+    ]
+    for t in data["advanced"]["targets"]:
+        steps = [_oom(t, n, data) for n in ("+ FSDP", "+ remat")]
+        if any("refused" in p for p in steps):
+            lines.append(f"| {t} | refused | | |")
+            continue
+        saved, formula = remat_saving(t, data)
+        lines.append(
+            f"| {t} | {saved / GIB:,.2f} GiB | {formula / GIB:,.2f} GiB | "
+            f"{(saved - formula) / formula:+.1%} |"
+        )
+    caption = (
+        "Per device: the temporaries of the step with FSDP less those of the same step with "
+        f"remat, from each compiled program's memory_analysis(). {_where(data)}"
+    )
+    return _boxed(lines, caption)
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -682,6 +825,13 @@ def fill(markdown: str) -> str:
         lambda m: f"{budget_bytes(m.group(1)) / MIB:,.1f} MiB", markdown
     )
     markdown = MODEL_NUMBER.sub(lambda m: f"{params_mib():.1f} MiB", markdown)
+    if NEEDED_TABLE in markdown:
+        markdown = markdown.replace(NEEDED_TABLE, needed_table())
+    if REMAT_TABLE in markdown:
+        markdown = markdown.replace(REMAT_TABLE, remat_table())
+    markdown = OOM_NUMBER.sub(lambda m: oom_number(*m.groups()), markdown)
+    markdown = OOM_REFUSED.sub(lambda m: refused_block(*m.groups()), markdown)
+    markdown = OOM_FLOPS.sub(lambda m: f"{remat_flops(m.group(1)):.0%}", markdown)
     if SPECS_TABLE in markdown:
         markdown = markdown.replace(SPECS_TABLE, specs_table())
     if OPTIONS_TABLE in markdown:

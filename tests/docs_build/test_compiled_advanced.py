@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = results()
 GROUP = RESULTS["advanced"]
 PROGRAMS = {(p["target"], p["strategy"]): p for p in GROUP["programs"]}
+# What a TPU compiler refused for lack of memory (the out-of-memory page shows it).
+REFUSED = {k: p for k, p in PROGRAMS.items() if "refused" in p}
+COMPILED = {k: p for k, p in PROGRAMS.items() if "refused" not in p}
 EVERY_TARGET = [t for f in tg.FAMILIES.values() for t in f.advanced]
 TPU_TARGETS = list(tg.FAMILIES["tpu"].advanced)
 GPU_TARGETS = list(tg.FAMILIES["gpu"].advanced)
@@ -32,7 +35,28 @@ def test_every_program_is_compiled_for_every_target():
     assert not {k: p["error"] for k, p in PROGRAMS.items() if "error" in p}
 
 
-@pytest.mark.parametrize("key", sorted(PROGRAMS), ids=" / ".join)
+def test_only_programs_that_may_not_fit_are_refused_and_only_by_the_tpu_compiler():
+    assert REFUSED  # the out-of-memory page shows libtpu refusing
+    for (target, name), p in REFUSED.items():
+        assert name in advanced.MAY_NOT_FIT and target in TPU_TARGETS
+        assert set(p) == {"target", "strategy", "refused"}
+        assert (
+            "RESOURCE_EXHAUSTED" in p["refused"] and "CompileTimeHbmOom" in p["refused"]
+        )
+    # a CPU or GPU compile is never refused: their compilers build what does not fit
+    assert all(k in COMPILED for k in PROGRAMS if k[0] not in TPU_TARGETS)
+
+
+def test_a_refusal_is_recorded_only_for_a_program_that_may_not_fit():
+    name = next(iter(advanced.MAY_NOT_FIT))
+    assert driver.refused_for_memory(name, "JaxRuntimeError: RESOURCE_EXHAUSTED: E1000")
+    assert not driver.refused_for_memory(name, "ValueError: no such layout")
+    assert not driver.refused_for_memory(
+        "transformer step, remat", "JaxRuntimeError: RESOURCE_EXHAUSTED: E1000"
+    )
+
+
+@pytest.mark.parametrize("key", sorted(COMPILED), ids=" / ".join)
 def test_each_program_agrees_with_itself(key):
     p = PROGRAMS[key]
     assert math.prod(p["mesh"].values()) == RESULTS["targets"][key[0]]["devices"]
