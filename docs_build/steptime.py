@@ -18,8 +18,8 @@ The FLOPs of the site's MLP step (`costmodel.MLP`, d -> hidden -> d, Adam) per d
   hidden: 10 * batch * d * hidden over the devices. The usual "6 * parameters * tokens"
   counts a sixth matmul, the input's gradient, that this step never computes.
 - Adam: `ADAM_FLOPS` per parameter the device updates (the moments, their bias
-  corrections, the step), about 1% of the 8-device steps' FLOPs and most of a 256-chip
-  data-parallel step's.
+  corrections, the step): 1% of the 8-device FSDP step's FLOPs, 8% of the data-parallel
+  one's, and most of a 256-chip data-parallel step's.
 
 tests/docs_build/test_steptime.py holds the sum to the compiled programs' `cost_analysis()`
 FLOPs (CPU and TPU; the GPU compile reports none). The compute bound counts only the
