@@ -237,6 +237,10 @@ class Links:
     memory_bytes: float | None = None  # published device memory
     memory_per_second: float | None = None  # published memory bandwidth
     cores: int | None = None  # streaming multiprocessors
+    # Peak dense matrix throughput per chip, FLOP/s, as published (never the figures
+    # with structured sparsity); None where the source publishes none for that dtype.
+    bf16_flops: float | None = None
+    f32_flops: float | None = None
 
     @property
     def ici(self) -> float:
@@ -248,7 +252,8 @@ class Links:
 
 
 # Google's figures for v5e: ICI 400 GBps per chip, bidirectional (so 200 GB/s out); each
-# host of 8 chips has 2 x 100 Gbps NICs (so 25 Gbit/s out per chip).
+# host of 8 chips has 2 x 100 Gbps NICs (so 25 Gbit/s out per chip). Peak compute: "Peak
+# compute per chip (bf16) | 197 TFLOPs" (the same page publishes no float32 peak).
 V5E = Links(
     chip="v5e",
     within=400e9 / 2,
@@ -257,10 +262,31 @@ V5E = Links(
     between_name="DCN",
     source="Google Cloud's TPU v5e documentation",
     url="https://cloud.google.com/tpu/docs/v5e",
+    bf16_flops=197e12,
+)
+# Google's figures for v5p (the table of key specifications): "Peak compute per chip (BF16)
+# (TFLOPs) | 459"; "HBM capacity per chip (GiB) | 95" (an older version of the page says
+# "95GB": taken as 95e9 bytes, the smaller reading); "HBM bandwidth per chip (GBps) |
+# 2765"; "Bidirectional inter-chip interconnect (ICI) bandwidth per chip (GBps) | 1200"
+# (so 600 GB/s out; the older page's "Interchip Interconnect BW | 4800 Gbps" is the same
+# 600 GB/s); "Data center network (DCN) bandwidth per chip (Gbps) | 50" (so 6.25 GB/s).
+V5P = Links(
+    chip="v5p",
+    within=1200e9 / 2,
+    between=50e9 / 8,
+    within_name="ICI",
+    between_name="DCN",
+    source="Google Cloud's TPU v5p documentation",
+    url="https://cloud.google.com/tpu/docs/v5p",
+    memory_bytes=95e9,
+    memory_per_second=2765e9,
+    bf16_flops=459e12,
 )
 # NVIDIA's figures for H100 SXM: NVLink 900 GB/s per GPU, bidirectional (so 450 GB/s out);
 # 80 GB of HBM3 at 3.35 TB/s; 132 SMs. Between nodes, a DGX H100 has one 400 Gb/s
-# ConnectX-7 InfiniBand port per GPU (so 50 GB/s out per GPU).
+# ConnectX-7 InfiniBand port per GPU (so 50 GB/s out per GPU). Peak compute, H100 SXM
+# column: "BFLOAT16 Tensor Core 1,979 teraFLOPS*" where "* With sparsity", so 989.5 dense;
+# "FP32 67 teraFLOPS" (no sparsity).
 H100 = Links(
     chip="H100 SXM",
     within=900e9 / 2,
@@ -272,10 +298,14 @@ H100 = Links(
     memory_bytes=80e9,
     memory_per_second=3.35e12,
     cores=132,
+    bf16_flops=1979e12 / 2,
+    f32_flops=67e12,
 )
 # NVIDIA's figures for A100 SXM4 80 GB: NVLink 600 GB/s per GPU, bidirectional (so 300
 # GB/s out); 80 GB of HBM2e at 2,039 GB/s; 108 SMs. Between nodes, a DGX A100 has one
 # 200 Gb/s ConnectX-6 HDR InfiniBand port per GPU for compute traffic (so 25 GB/s out).
+# Peak compute: "BFLOAT16 Tensor Core 312 TFLOPS | 624 TFLOPS*" (the second with
+# sparsity); "FP32 19.5 TFLOPS".
 A100 = Links(
     chip="A100 SXM4 80GB",
     within=600e9 / 2,
@@ -287,8 +317,10 @@ A100 = Links(
     memory_bytes=80e9,
     memory_per_second=2.039e12,
     cores=108,
+    bf16_flops=312e12,
+    f32_flops=19.5e12,
 )
-LINKS = {"v5e": V5E, "h100": H100, "a100": A100}
+LINKS = {"v5e": V5E, "v5p": V5P, "h100": H100, "a100": A100}
 
 
 def seconds(sent_bytes: float, per_second: float) -> float:

@@ -21,6 +21,10 @@ A page writes a marker where generated evidence goes:
   `<!-- gpu-budget: CARD -->` the memory JAX's allocator takes of that card by default.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
+- `<!-- time-bounds -->`: lower bounds on the time of the data-parallel and FSDP steps on
+  each TPU and GPU target (docs_build/steptime.py): compute, each network, the MFU bound;
+  `<!-- time-threshold: N -->` the rows per device above which those steps, as taught, are
+  compute-bound on N chips of each chip in costmodel.LINKS.
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
   (sent per step), `state` (the step's arguments), `temp` (its temporary buffers), `peak`,
   or for a program over several slices `ici` and `dcn` (sent within and between slices).
@@ -35,6 +39,7 @@ import math
 import re
 
 from docs_build import costmodel as cm
+from docs_build import steptime
 from docs_build.compiled import plot
 from docs_build.compiled import targets as tg
 from docs_build.compiled.results import (
@@ -80,6 +85,9 @@ OOM_NUMBER = re.compile(
 SPECS_TABLE = "<!-- gpu-specs -->"
 OPTIONS_TABLE = "<!-- gpu-options -->"
 SCHEDULE = re.compile(r"<!-- gpu-schedule: ([^/]+?) / ([^>]+?) -->")
+TIME_TABLE = "<!-- time-bounds -->"
+THRESHOLD = re.compile(r"<!-- time-threshold: (\d+) -->")
+TIME_STRATEGIES = ("data parallel", "FSDP")
 # A table that sets the pipeline beside the training steps says what its step is.
 ROW_LABEL = {"pipeline": "pipeline (forward pass only)"}
 
@@ -837,6 +845,9 @@ def fill(markdown: str) -> str:
     if OPTIONS_TABLE in markdown:
         markdown = markdown.replace(OPTIONS_TABLE, options_table())
     markdown = SCHEDULE.sub(lambda m: schedule_block(*m.groups()), markdown)
+    if TIME_TABLE in markdown:
+        markdown = markdown.replace(TIME_TABLE, time_table())
+    markdown = THRESHOLD.sub(lambda m: threshold_text(int(m.group(1))), markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
 
 
@@ -844,3 +855,97 @@ def params_mib(data: dict | None = None) -> float:
     """The compiled MLP's parameters, in MiB (f32)."""
     m = (data or results())["model"]
     return cm.MLP(m["d"], m["hidden"], m["batch"]).params * cm.F32 / MIB
+
+
+def chip_key(target: str) -> str:
+    """The key in costmodel.LINKS of a TPU or GPU target's chip (`v5e`, `h100`)."""
+    speeds = links(target)
+    return next(key for key, value in cm.LINKS.items() if value is speeds)
+
+
+def _mlp(data: dict) -> cm.MLP:
+    m = data["model"]
+    return cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
+
+
+def step_bound(p: dict, data: dict | None = None) -> steptime.Bound:
+    """A compiled program's lower bounds: its matmul FLOPs at the chip's bf16 peak, and
+    the bytes it sends over each network at that network's published rate."""
+    data = data or results()
+    family = tg.FAMILIES[family_of(p["target"])]
+    if family.within is None:
+        raise CompiledResultsError(f"no published peak for target {p['target']!r}")
+    flops = steptime.matmul_flops(p["strategy"], p["mesh"], _mlp(data))
+    sent = {net: network_mib(p, net) * MIB for net in (family.within, family.between)}
+    return steptime.bound(flops, sent, chip_key(p["target"]))
+
+
+def _us(seconds: float) -> str:
+    """Microseconds, to 3 significant figures."""
+    us = seconds * 1e6
+    return f"{us:,.0f} \u00b5s" if us >= 100 else f"{us:.3g} \u00b5s"
+
+
+def _percent(fraction: float) -> str:
+    """A fraction as a percentage, to 2 significant figures (0.052%, 2.3%)."""
+    return f"{float(f'{fraction * 100:.2g}'):g}%"
+
+
+NETWORK_LABEL = {"ici": "ICI", "dcn": "DCN", "nvlink": "NVLink", "ib": "InfiniBand"}
+
+
+def time_table(data: dict | None = None) -> str:
+    """Lower bounds on the data-parallel and FSDP steps' time on every TPU and GPU target."""
+    data = data or results()
+    lines = [
+        "| target | strategy | compute | within a slice or node | between | "
+        "step at least | MFU bound |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    chips = {}
+    for target in data["targets"]:
+        family = tg.FAMILIES[family_of(target)]
+        if family.within is None:
+            continue
+        chips[chip_key(target)] = links(target)
+        for strategy in TIME_STRATEGIES:
+            b = step_bound(program(target, strategy, data), data)
+            within, between = family.within, family.between
+            lines.append(
+                f"| {target} | {strategy} | {_us(b.compute)} "
+                f"| {NETWORK_LABEL[within]} {_us(b.networks[within])} "
+                f"| {NETWORK_LABEL[between]} {_us(b.networks[between])} "
+                f"| {_us(b.perfect_overlap)} | {_percent(b.mfu_bound)} |"
+            )
+    sources = "; ".join(f"{c.chip}: {c.source}" for c in chips.values())
+    caption = (
+        f"{_model(data, list(TIME_STRATEGIES))}: lower bounds on its time. Compute: the "
+        f"step's matrix multiplications, {steptime.MATMULS} \u00b7 2 \u00b7 batch \u00b7 d "
+        "\u00b7 hidden FLOPs over the devices, at the chip's published dense bfloat16 peak "
+        "(no chip here publishes a faster float32 rate). Each network: the bytes the "
+        "compiled program sends over it at that network's published rate, per chip and "
+        "direction (a GPU collective whose group spans two nodes counts whole under "
+        "InfiniBand). Step at least: the largest of these, as if "
+        "everything overlapped; with no overlap the step takes their sum. MFU bound: "
+        "compute over that least step time. Published figures (docs_build/costmodel.py): "
+        f"{sources}. {_where(data, [t for t in data['targets'] if family_of(t) != 'cpu'])}"
+    )
+    return _boxed(lines, caption)
+
+
+def threshold_rows(devices: int, data: dict | None = None) -> dict[str, float]:
+    """Rows per device above which data parallelism and FSDP as taught are compute-bound
+    on `devices` chips, for each chip in costmodel.LINKS (the same for both layouts)."""
+    model = _mlp(data or results())
+    return {
+        key: steptime.compute_bound_rows("data parallel", devices, key, model)
+        for key in cm.LINKS
+    }
+
+
+def threshold_text(devices: int, data: dict | None = None) -> str:
+    """`1,380 rows per device on v5e, ...`: the thresholds, for prose."""
+    rows = threshold_rows(devices, data)
+    said = [f"{value:,.0f} on {cm.LINKS[key].chip}" for key, value in rows.items()]
+    said[0] = said[0].replace(" on ", " rows per device on ", 1)
+    return ", ".join(said[:-1]) + " and " + said[-1]

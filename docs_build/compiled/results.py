@@ -142,7 +142,11 @@ def links(target: str) -> cm.Links:
     if family_of(target) == "gpu":
         return cm.LINKS[tg.card(target)]
     if family_of(target) == "tpu":
-        return cm.LINKS["v5e"]
+        # the chip generation names the topology: v5e:2x4, 2 slices of v5e:2x4, v5p:2x2x2
+        match = tg.MULTI.fullmatch(target)
+        chip = (match.group(3) if match else target).split(":")[0]
+        if chip in cm.LINKS:
+            return cm.LINKS[chip]
     raise CompiledResultsError(f"no published link speeds for {target!r}")
 
 
