@@ -161,7 +161,8 @@ def test_the_textbook_gradient_width_is_what_the_lowered_step_asks_for(devices):
     # each matrix's gradient has the weight's dimensions (in some order); no activation
     # of this size has the same ones
     weights = {
-        "qkv": (3, d, h, d // h),
+        "q": (d, h, d // h),
+        "kv": (2, d, h, d // h),
         "out": (h, d // h, d),
         "up": (d, m),
         "down": (m, d),

@@ -44,11 +44,21 @@ def check_layout(abstract: nnx.Module, mesh: Mesh, rules=RULES) -> None:
     for path, node in nnx.iter_graph(abstract):
         meta = node.get_metadata() if isinstance(node, nnx.Variable) else {}
         if names := meta.get("out_sharding"):
+            where = ".".join(map(str, path))
             try:
-                NamedSharding(mesh, mesh_axes(names, rules)).shard_shape(node.shape)
+                spec = mesh_axes(names, rules)
+                NamedSharding(mesh, spec)  # refuses a mesh axis the mesh lacks
             except ValueError as err:
-                where = ".".join(map(str, path))
                 raise ValueError(f"{where} {names}: {err}") from None
+            for name, size, axes in zip(names, node.shape, spec, strict=True):
+                axes = (axes,) if isinstance(axes, str) else axes or ()
+                ways = math.prod(mesh.shape[axis] for axis in axes)
+                if size % ways:
+                    raise ValueError(
+                        f"{where} {names}: its {name!r} dimension of {size} does not "
+                        f"split {ways} ways over {axes}: make {name!r} a multiple of "
+                        f"{ways}, or give it a smaller mesh axis in the rules."
+                    )
 
 
 # --8<-- [end:check-layout]

@@ -12,7 +12,7 @@ from jax.sharding import Mesh
 # The page imports these with model.py's and init.py's imports, and shows them by
 # including the sections of model.py, init.py and step.py.
 from snippets.advanced.transformer.init import build_mesh, sharded_init
-from snippets.advanced.transformer.model import Config
+from snippets.advanced.transformer.model import Config, param_count
 from snippets.advanced.transformer.step import make_train_step
 
 
@@ -20,9 +20,8 @@ from snippets.advanced.transformer.step import make_train_step
 def state_bytes(cfg: Config, mesh: Mesh) -> int:
     """Bytes of parameters and AdamW state on one device, as RULES split them."""
     f, t = mesh.shape["fsdp"], mesh.shape["tensor"]
-    d, m, layers = cfg.d_model, cfg.mlp, cfg.layers
-    split_both = 2 * cfg.vocab * d + layers * (4 * d * d + 2 * d * m)  # (1)!
-    split_fsdp = (2 * layers + 1) * d  # (2)!
+    split_fsdp = (2 * cfg.layers + 1) * cfg.d_model  # (1)!
+    split_both = param_count(cfg) - split_fsdp  # (2)!
     params = 4 * (split_both // (f * t) + split_fsdp // f)
     return 3 * params + 4 + 4  # (3)!
 

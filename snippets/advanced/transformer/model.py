@@ -20,14 +20,59 @@ from jax import P
 class Config:
     vocab: int = 64  # distinct tokens
     d_model: int = 32  # width of the residual stream
-    heads: int = 4
+    heads: int = 4  # query heads
     mlp: int = 128  # hidden units of each MLP
     layers: int = 2
     seq: int = 16  # tokens the model reads per example
     remat: bool = True  # recompute each layer in the backward pass
+    kv_heads: int | None = None  # key/value heads; None: one per query head
+    gated: bool = False  # a SwiGLU MLP (three matrices) instead of GELU (two)
+    tied: bool = False  # the output layer reuses the embedding
+
+    def __post_init__(self):
+        sizes = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "kv_heads")
+        for name in sizes:
+            value = getattr(self, name)
+            if value is None and name == "kv_heads":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}.")
+        if self.d_model % self.heads:
+            raise ValueError(
+                f"heads ({self.heads}) must divide d_model ({self.d_model}): "
+                f"change one of them."
+            )
+        if self.heads % self.kv:
+            raise ValueError(
+                f"kv_heads ({self.kv}) must divide heads ({self.heads}), so that "
+                f"each key/value head serves the same number of query heads."
+            )
+
+    @property
+    def kv(self) -> int:
+        """Key/value heads: `heads` for multi-head attention, fewer for grouped-query."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
 
 
 # --8<-- [end:config]
+
+
+# --8<-- [start:param-count]
+def param_count(cfg: Config) -> int:
+    """How many numbers the model learns, by formula."""
+    d, k = cfg.d_model, cfg.head_dim
+    attention = d * cfg.heads * k + 2 * d * cfg.kv * k + cfg.heads * k * d  # q, kv, out
+    mlp = (3 if cfg.gated else 2) * d * cfg.mlp  # gate (if gated), up, down
+    per_layer = attention + mlp + 2 * d  # and two norm scales
+    embeddings = (1 if cfg.tied else 2) * cfg.vocab * d  # embed, and head unless tied
+    return embeddings + cfg.layers * per_layer + d  # and the final norm
+
+
+# --8<-- [end:param-count]
 
 
 # --8<-- [start:rules]
@@ -36,8 +81,9 @@ RULES = (  # logical axis -> mesh axes
     ("embed", "fsdp"),  # the model width of every weight: FSDP
     ("vocab", "tensor"),  # the rest of each weight: tensor parallel
     ("heads", "tensor"),
+    ("kv_heads", "tensor"),  # key/value heads go with their query heads
     ("mlp", "tensor"),
-    ("kv", None),  # within a head: whole
+    ("head_dim", None),  # within a head: whole
     ("layers", None),  # the stacked layer axis: whole
 )
 
@@ -105,19 +151,25 @@ class Block(nnx.Module):
     """Causal self-attention, then an MLP, each added to the residual stream."""
 
     def __init__(self, cfg: Config, *, rngs: nnx.Rngs):
-        d, h, m = cfg.d_model, cfg.heads, cfg.mlp
-        k = d // h  # width of one head
+        d, h, g, k, m = cfg.d_model, cfg.heads, cfg.kv, cfg.head_dim, cfg.mlp
         ones = nnx.initializers.ones
         self.attn_norm = param(rngs, (d,), ("embed",), ones)
-        self.qkv = param(rngs, (3, d, h, k), (None, "embed", "heads", "kv"))
-        self.out = param(rngs, (h, k, d), ("heads", "kv", "embed"))
+        self.q = param(rngs, (d, h, k), ("embed", "heads", "head_dim"))
+        self.kv = param(rngs, (2, d, g, k), (None, "embed", "kv_heads", "head_dim"))
+        self.out = param(rngs, (h, k, d), ("heads", "head_dim", "embed"))
         self.mlp_norm = param(rngs, (d,), ("embed",), ones)
+        if cfg.gated:
+            self.gate = param(rngs, (d, m), ("embed", "mlp"))
         self.up = param(rngs, (d, m), ("embed", "mlp"))
         self.down = param(rngs, (m, d), ("mlp", "embed"))
+        self.gated = cfg.gated
 
     def __call__(self, x):  # x: (batch, seq, d_model) float32
         h = rms_norm(x, use(self.attn_norm, jnp.float32)).astype(jnp.bfloat16)
-        q, k, v = jnp.einsum("bsd,cdhk->cbshk", h, use(self.qkv))
+        q = jnp.einsum("bsd,dhk->bshk", h, use(self.q))
+        k, v = jnp.einsum("bsd,cdgk->cbsgk", h, use(self.kv))
+        if k.shape[2] == 1:  # (2)!
+            k, v = (constrain(t, "batch", None, None, "head_dim") for t in (k, v))
         context = jax.nn.dot_product_attention(q, k, v, is_causal=True)  # (1)!
         by_example = summed_out("batch", None, None)
         x = x + jnp.einsum(
@@ -126,8 +178,12 @@ class Block(nnx.Module):
         x = constrain(x, "batch", None, None)
 
         h = rms_norm(x, use(self.mlp_norm, jnp.float32)).astype(jnp.bfloat16)
-        h = constrain(jax.nn.gelu(h @ use(self.up)), "batch", None, "mlp")
-        x = x + jnp.matmul(h, use(self.down), out_sharding=by_example)
+        if self.gated:  # SwiGLU
+            hidden = jax.nn.silu(h @ use(self.gate)) * (h @ use(self.up))
+        else:
+            hidden = jax.nn.gelu(h @ use(self.up))
+        hidden = constrain(hidden, "batch", None, "mlp")
+        x = x + jnp.matmul(hidden, use(self.down), out_sharding=by_example)
         return constrain(x, "batch", None, None)
 
 
@@ -139,8 +195,6 @@ class Transformer(nnx.Module):
     """Token embedding, `cfg.layers` blocks, a final norm and the output head."""
 
     def __init__(self, cfg: Config, *, rngs: nnx.Rngs):
-        if cfg.d_model % cfg.heads:
-            raise ValueError(f"Make d_model a multiple of heads, not {cfg}.")
         self.embed = param(rngs, (cfg.vocab, cfg.d_model), ("vocab", "embed"))
 
         @nnx.split_rngs(splits=cfg.layers)  # (1)!
@@ -151,8 +205,9 @@ class Transformer(nnx.Module):
         self.layers = stack(rngs)
         ones = nnx.initializers.ones
         self.final_norm = param(rngs, (cfg.d_model,), ("embed",), ones)
-        self.head = param(rngs, (cfg.d_model, cfg.vocab), ("embed", "vocab"))
-        self.remat = cfg.remat
+        if not cfg.tied:
+            self.head = param(rngs, (cfg.d_model, cfg.vocab), ("embed", "vocab"))
+        self.tied, self.remat = cfg.tied, cfg.remat
 
     def __call__(self, tokens):  # (batch, seq) int32 -> (batch, seq, vocab)
         by_example = summed_out("batch", None, None)
@@ -172,7 +227,8 @@ class Transformer(nnx.Module):
         )
         x = over_layers(x, self.layers)
         h = rms_norm(x, use(self.final_norm, jnp.float32)).astype(jnp.bfloat16)
-        return (h @ use(self.head)).astype(jnp.float32)  # (4)!
+        head = use(self.embed).T if self.tied else use(self.head)  # (4)!
+        return (h @ head).astype(jnp.float32)  # (5)!
 
 
 class TrainState(nnx.Module):

@@ -1,9 +1,13 @@
+from pathlib import Path
+
 import jax
 import numpy as np
 from jax.sharding import AxisType
 
 from snippets.advanced.transformer import explicit
 from tests.advanced.transformer.printed import quietly
+
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "transformer.md"
 
 
 def test_the_whole_step_runs_on_explicit_axes_with_the_same_losses(
@@ -12,12 +16,19 @@ def test_the_whole_step_runs_on_explicit_axes_with_the_same_losses(
     (mesh_x, losses_x), out = explicit_run
     assert mesh_x.axis_types == (AxisType.Explicit,) * 3
     losses = one_device[0][0]
-    np.testing.assert_allclose(losses_x, losses, rtol=1e-6)
+    # The first step's loss is the same to the bit; later ones carry the programs'
+    # different roundings, within the bound of the one-device comparison.
+    assert losses_x[0] == losses[0]
+    np.testing.assert_allclose(losses_x, losses, rtol=2e-3)
+    # The page: the later losses are not the same to the bit (the gradients differ).
+    assert losses_x[1:] != losses[1:]
+    said = " ".join(PAGE.read_text().split())
+    assert "The first loss is the one of `Auto` axes to the bit; the later ones" in said
     lines = out.splitlines()
     assert lines[0] == "float32[2,32@fsdp,128@tensor]"
-    assert lines[1] == "step   Auto axes  Explicit axes"
+    assert lines[1] == "step   Auto axes  Explicit axes  within a relative 0.002"
     for i, (line, a, b) in enumerate(zip(lines[2:], losses, losses_x, strict=True)):
-        assert line.split() == [str(i), f"{a:.3f}", f"{b:.3f}"]
+        assert line.split() == [str(i), f"{a:.3f}", f"{b:.3f}", "True"]
 
 
 def test_the_explicit_state_carries_its_layout_in_its_type(cfg, sharded):

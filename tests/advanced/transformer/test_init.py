@@ -21,13 +21,14 @@ EXPECTED = {
     "head": (P("fsdp", "tensor"), (32, 64), (16, 32)),
     "layers/attn_norm": (P(None, "fsdp"), (2, 32), (2, 16)),
     "layers/down": (P(None, "tensor", "fsdp"), (2, 128, 32), (2, 64, 16)),
+    "layers/kv": (
+        P(None, None, "fsdp", "tensor", None),
+        (2, 2, 32, 4, 8),
+        (2, 2, 16, 2, 8),
+    ),
     "layers/mlp_norm": (P(None, "fsdp"), (2, 32), (2, 16)),
     "layers/out": (P(None, "tensor", None, "fsdp"), (2, 4, 8, 32), (2, 2, 8, 16)),
-    "layers/qkv": (
-        P(None, None, "fsdp", "tensor", None),
-        (2, 3, 32, 4, 8),
-        (2, 3, 16, 2, 8),
-    ),
+    "layers/q": (P(None, "fsdp", "tensor", None), (2, 32, 4, 8), (2, 16, 2, 8)),
     "layers/up": (P(None, "fsdp", "tensor"), (2, 32, 128), (2, 16, 64)),
 }
 
@@ -89,7 +90,7 @@ def test_flax_applies_the_same_table_as_mesh_axes(sharded):
 def test_init_creates_what_the_abstract_state_describes(sharded, state):
     abstract = jax.tree.leaves(sharded.abstract)
     arrays = jax.tree.leaves(state)
-    assert len(abstract) == len(arrays) == 29
+    assert len(abstract) == len(arrays) == 32
     for a, x in zip(abstract, arrays, strict=True):
         assert (x.shape, x.dtype) == (a.shape, a.dtype)
         assert x.sharding == a.sharding

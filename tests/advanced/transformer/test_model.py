@@ -15,7 +15,7 @@ def abstract_model(cfg: Config):
 def test_the_rules_map_logical_names_to_mesh_axes():
     assert mesh_axes(("embed", "mlp")) == P("fsdp", "tensor")
     assert mesh_axes(("batch", None, "vocab")) == P(("data", "fsdp"), None, "tensor")
-    assert mesh_axes(("layers", "heads", "kv", "embed")) == P(
+    assert mesh_axes(("layers", "heads", "head_dim", "embed")) == P(
         None, "tensor", None, "fsdp"
     )
     assert mesh_axes(()) == P()
@@ -31,9 +31,10 @@ def test_an_unknown_logical_axis_is_refused_with_what_to_add():
 
 def test_a_width_that_heads_do_not_divide_is_refused():
     with pytest.raises(
-        ValueError, match=r"Make d_model a multiple of heads, not Config"
+        ValueError,
+        match=r"^heads \(4\) must divide d_model \(30\): change one of them\.$",
     ):
-        abstract_model(dataclasses.replace(Config(), d_model=30))
+        dataclasses.replace(Config(), d_model=30)
 
 
 def test_the_layers_are_stacked_along_a_leading_layers_axis():
@@ -41,7 +42,8 @@ def test_the_layers_are_stacked_along_a_leading_layers_axis():
     model = abstract_model(cfg)
     layers = model.layers
     head_dim = cfg.d_model // cfg.heads
-    assert layers.qkv.shape == (cfg.layers, 3, cfg.d_model, cfg.heads, head_dim)
+    assert layers.q.shape == (cfg.layers, cfg.d_model, cfg.heads, head_dim)
+    assert layers.kv.shape == (cfg.layers, 2, cfg.d_model, cfg.heads, head_dim)
     assert layers.up.shape == (cfg.layers, cfg.d_model, cfg.mlp)
     names = {
         ".".join(map(str, path)): node.get_metadata()["out_sharding"]
@@ -53,8 +55,9 @@ def test_the_layers_are_stacked_along_a_leading_layers_axis():
         "final_norm": ("embed",),
         "head": ("embed", "vocab"),
         "layers.attn_norm": ("layers", "embed"),
-        "layers.qkv": ("layers", None, "embed", "heads", "kv"),
-        "layers.out": ("layers", "heads", "kv", "embed"),
+        "layers.q": ("layers", "embed", "heads", "head_dim"),
+        "layers.kv": ("layers", None, "embed", "kv_heads", "head_dim"),
+        "layers.out": ("layers", "heads", "head_dim", "embed"),
         "layers.mlp_norm": ("layers", "embed"),
         "layers.up": ("layers", "embed", "mlp"),
         "layers.down": ("layers", "mlp", "embed"),

@@ -22,8 +22,8 @@ def test_the_sizes_the_prose_names(prose, cfg, mesh, state):
     assert f"The model's {cfg.seq} positions and one more" in prose
     assert mesh.shape["data"] * mesh.shape["fsdp"] == 4
     assert "so the examples are split four ways" in prose
-    qkv = state["model"]["layers"]["qkv"][...]
-    assert qkv.addressable_shards[0].data.size * 4 == qkv.size
+    kv = state["model"]["layers"]["kv"][...]
+    assert kv.addressable_shards[0].data.size * 4 == kv.size
     assert "so device 0 holds a quarter of it" in prose
     norm = state["model"]["layers"]["attn_norm"][...]
     assert norm.addressable_shards[0].data.size * 2 == norm.size
@@ -51,7 +51,7 @@ def test_the_claims_whose_tests_live_elsewhere_are_still_the_pages(prose):
         "In the program compiled for the CPU backend, remat cuts them by about half",
         "the CPU program with remat runs twice as many all-gathers inside the layer loop",
         'three heads on a `tensor` axis of two, say, or a rules table without `"mlp"`',
-        "The whole step runs, with the same losses as on `Auto` axes",
+        "The whole step runs. The first loss is the one of `Auto` axes to the bit",
         "a device's temporaries are smaller than the parameters alone",
     ]:
         assert phrase in prose, phrase

@@ -171,8 +171,10 @@ def test_the_accumulating_step_makes_the_same_update(
     ):
         g, g2 = np.asarray(g), np.asarray(g2)
         clear = (np.abs(g) > gap) | ((g == 0) & (g2 == 0))
+        # 1e-6 is a ten-thousandth of the learning rate, the size of a first AdamW step:
+        # float32 rounding of g / (|g| + eps) moved one weight by 1.3e-7.
         np.testing.assert_allclose(
-            np.asarray(b)[clear], np.asarray(a)[clear], atol=1e-7
+            np.asarray(b)[clear], np.asarray(a)[clear], atol=1e-6
         )
         assert b.sharding == s.sharding
         checked += int(clear.sum())
@@ -212,9 +214,9 @@ def accumulation_traffic(cfg, sharded, mesh, microbatches):
 
 
 def test_accumulation_multiplies_the_gathers_and_the_bytes(cfg, sharded, mesh):
-    """The page: four microbatches run the all-gathers 99 times instead of 27, the
+    """The page: four microbatches run the all-gathers 115 times instead of 31, the
     all-reduces 72 times instead of 17 (the gradients summed in each microbatch), and send
-    2.2 times the bytes."""
+    2.1 times the bytes."""
     from docs_build import hlo
 
     one = accumulation_traffic(cfg, sharded, mesh, 1)
@@ -223,14 +225,15 @@ def test_accumulation_multiplies_the_gathers_and_the_bytes(cfg, sharded, mesh):
         k: (hlo.summarize(one)[k]["runs"], hlo.summarize(four)[k]["runs"])
         for k in ("all-gather", "all-reduce")
     }
-    assert runs == {"all-gather": (27, 99), "all-reduce": (17, 72)}
+    assert runs == {"all-gather": (31, 115), "all-reduce": (17, 72)}
     grads = [c for c in four if c.kind == "all-reduce" and len(c.shapes) > 3]
     assert grads and all(c.trip_counts for c in grads)  # inside the loops
     wire = [sum(hlo.wire_bytes(c) * c.runs for c in cs) for cs in (one, four)]
-    assert round(wire[1] / wire[0], 1) == 2.2
+    assert round(wire[1] / wire[0], 1) == 2.1
     text = " ".join(PAGE.read_text().split())
     assert (
-        "runs its all-gathers 99 times where the same 32 sequences in one batch" in text
+        "runs its all-gathers 115 times where the same 32 sequences in one batch"
+        in text
     )
     assert "all-reduces run 72 times instead of 17" in text
-    assert "that is 2.2 times the bytes per step" in text
+    assert "that is 2.1 times the bytes per step" in text
