@@ -1,9 +1,11 @@
 """The strategy planner's cost model: a transformer's training step, per device, by formula.
 
 The model is the transformer page's (`snippets.advanced.transformer`): token embedding,
-`layers` blocks of attention (q, k, v and out: 4 d^2 weights) and an MLP (up and down:
-2 d m), two norms per block, a final norm and an untied output head; weights are split by the
-page's RULES over a (data, fsdp, tensor) mesh, used in bfloat16, and trained with AdamW.
+`layers` blocks of attention (q and out: d^2 weights each; k and v: 2 d g k for g key/value
+heads of width k) and an MLP (up and down, and a gate when it is gated: 2 or 3 d m), two norms
+per block, a final norm and an output head (none when tied to the embedding); weights are
+split by the page's RULES over a (data, fsdp, tensor) mesh, used in bfloat16, and trained
+with AdamW.
 
 For a layout of N devices it gives two figures per device, each a short sum of arithmetic
 on the inputs, with its formula in words (`FORMULAS`), for the planner page to show:
@@ -72,6 +74,9 @@ class Model:
     optimizer: str = "adamw"
     param_bytes: int = F32  # 4: float32 parameters and optimizer slots; 2: bfloat16
     microbatches: int = 1  # only the pipeline uses it
+    kv_heads: int | None = None  # key/value heads; None: one per query head
+    gated: bool = False  # a SwiGLU MLP: three matrices, not two
+    tied: bool = False  # the output head is the embedding, transposed
 
     def __post_init__(self):
         for name in (
@@ -93,6 +98,16 @@ class Model:
             raise CostModelError(
                 f"d_model {self.d_model} does not split into {self.heads} heads: make "
                 f"d_model a multiple of heads"
+            )
+        kv = self.kv_heads
+        if kv is not None and (
+            not isinstance(kv, int) or isinstance(kv, bool) or kv < 1
+        ):
+            raise CostModelError(f"kv_heads must be a positive integer, not {kv!r}")
+        if self.heads % self.kv:
+            raise CostModelError(
+                f"{self.kv} key/value heads do not serve {self.heads} query heads "
+                f"equally: make kv_heads divide heads"
             )
         if self.optimizer not in OPTIMIZERS:
             raise CostModelError(
@@ -120,19 +135,39 @@ class Model:
             seq=config.seq,
             batch=batch,
             remat=config.remat,
+            kv_heads=config.kv_heads,
+            gated=config.gated,
+            tied=config.tied,
             **options,
         )
 
     @property
+    def kv(self) -> int:
+        """Key/value heads: `heads` unless fewer are given."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    @property
     def layer_matrices(self) -> int:
-        """Weights of one block's matrices: q, k, v, out (4 d^2), up and down (2 d m)."""
-        return 4 * self.d_model**2 + 2 * self.d_model * self.mlp
+        """Weights of one block's matrices: q and out (d^2 each), k and v (2 d g k), and
+        the MLP's (2 or 3 d m)."""
+        d = self.d_model
+        attention = 2 * d * d + 2 * d * self.kv * self.head_dim
+        return attention + (3 if self.gated else 2) * d * self.mlp
+
+    @property
+    def embeddings(self) -> int:
+        """The embedding, and the head unless it is tied to it: 1 or 2 V d."""
+        return (1 if self.tied else 2) * self.vocab * self.d_model
 
     @property
     def params(self) -> int:
-        """L (4 d^2 + 2 d m + 2 d) + 2 V d + d: blocks, embedding and head, final norm."""
+        """L (M + 2 d) + (1 or 2) V d + d: blocks, embedding and head, final norm."""
         d = self.d_model
-        return self.layers * (self.layer_matrices + 2 * d) + 2 * self.vocab * d + d
+        return self.layers * (self.layer_matrices + 2 * d) + self.embeddings + d
 
 
 @dataclass(frozen=True)
@@ -217,11 +252,11 @@ def check(model: Model, layout: Layout) -> None:
             f"d_model {model.d_model} does not split {layout.fsdp} ways (fsdp): use a "
             f"multiple of {layout.fsdp}"
         )
-    for name in ("vocab", "heads", "mlp"):
+    for name in ("vocab", "heads", "kv", "mlp"):
         if getattr(model, name) % layout.tensor:
             raise CostModelError(
-                f"{name} {getattr(model, name)} does not split {layout.tensor} ways "
-                f"(tensor): use a multiple of {layout.tensor}"
+                f"{'kv_heads' if name == 'kv' else name} {getattr(model, name)} does not "
+                f"split {layout.tensor} ways (tensor): use a multiple of {layout.tensor}"
             )
 
 
@@ -237,14 +272,23 @@ class Plan:
     travels in float32 on every program compiled: see wire_terms);
     scatter: the matrices whose gradients are summed by a reduce-scatter over fsdp (and
     an all-reduce of the slice over data) rather than an all-reduce over data x fsdp,
-    from MATRICES: "qkv", "out", "mlp" (up or down: the same size, so the program cannot
-    say which; twice for both) and "head".
+    from `matrices(model)`: "q or out" (the same size, so the program cannot say which;
+    once for each), "kv", "mlp" (gate, up or down: the same size; once for each) and
+    "head"; None: every one the model has.
     """
 
     gather: int = BF16
     gradients: int = BF16
     activations: int = BF16
-    scatter: tuple[str, ...] = ("qkv", "out", "mlp", "mlp", "head")
+    scatter: tuple[str, ...] | None = None
+    # How many all-reduces over tensor sum the input gradients of a block's first
+    # matrices (q, k and v; the MLP's up, and gate): None, one per matrix group, as the
+    # code computes them (q; k and v; up; gate), the CPU's plan; the TPU compilers add the
+    # ones that share an input before summing, two per block.
+    input_sums: int | None = None
+    # Whether the float32 embedding gradient is summed by a reduce-scatter over fsdp (and
+    # an all-reduce over data), not an all-reduce over data x fsdp.
+    embedding_scatter: bool = False
 
     def __post_init__(self):
         for name in ("gather", "gradients", "activations"):
@@ -252,41 +296,119 @@ class Plan:
                 raise CostModelError(
                     f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
                 )
-        if any(self.scatter.count(m) > MATRICES.count(m) for m in self.scatter):
+        if self.input_sums is not None and (
+            not isinstance(self.input_sums, int) or self.input_sums < 1
+        ):
             raise CostModelError(
-                f"scatter names matrices from {MATRICES}, each at most as often as "
+                f"input_sums must be a positive integer, not {self.input_sums!r}"
+            )
+        if self.scatter is not None and any(
+            self.scatter.count(m) > LARGEST.count(m) for m in self.scatter
+        ):
+            raise CostModelError(
+                f"scatter names matrices from {LARGEST}, each at most as often as "
                 f"there, not {self.scatter!r}"
             )
 
-    def departures(self) -> list[str]:
-        """How this plan differs from the textbook's, in words."""
+    def scattered(self, model: Model) -> list[str]:
+        """The model's matrices this plan reduce-scatters."""
+        if self.scatter is None:
+            return list(matrices(model))
+        left = list(matrices(model))
+        for m in self.scatter:
+            if m not in left:
+                raise CostModelError(
+                    f"scatter names {m!r} more often than the model has it: "
+                    f"{matrices(model)}"
+                )
+            left.remove(m)
+        return list(self.scatter)
+
+    def departures(self, model: Model | None = None) -> list[str]:
+        """How this plan differs from the textbook's, in words (for `model`'s matrices;
+        by default the transformer page's: q, kv, out, two MLP matrices, head)."""
         out = []
         width = {BF16: "bf16", F32: "f32"}
         for name in ("gather", "gradients", "activations"):
             ours, taught = getattr(self, name), getattr(TEXTBOOK, name)
             if ours != taught:
                 out.append(f"{name} in {width[ours]}, not {width[taught]}")
-        left = list(MATRICES)
-        for m in self.scatter:
+        if self.input_sums is not None:
+            taught = input_sums(model) if model else 3
+            if self.input_sums != taught:
+                out.append(
+                    f"input gradients summed in {self.input_sums} all-reduces per block, "
+                    f"not {taught}"
+                )
+        if self.embedding_scatter:
+            out.append("the embedding's gradient reduce-scattered, not all-reduced")
+        every = list(matrices(model) if model else MATRICES)
+        left = list(every)
+        for m in (
+            self.scattered(model)
+            if model
+            else (MATRICES if self.scatter is None else self.scatter)
+        ):
             left.remove(m)
-        if left:
-            out.append(
-                f"gradients of {', '.join(left)} all-reduced over data x fsdp, not "
-                "scattered"
-            )
+        if left == every:
+            out.append("every gradient all-reduced over data x fsdp, not scattered")
+        elif left:
+            out.append(f"{_matrix_words(left, every)} all-reduced over data x fsdp")
         return out
 
 
-# Each block's matrices and the head, as the gradient sums see them.
-MATRICES = ("qkv", "out", "mlp", "mlp", "head")
+def _matrix_words(names: list[str], every: list[str]) -> str:
+    """`["kv", "q or out", "mlp"]` of a two-matrix MLP's model -> "the gradients of k and
+    v, of one of q and out and of one MLP matrix"."""
+    words = []
+    for name in dict.fromkeys(names):
+        n, of = names.count(name), every.count(name)
+        words.append(
+            {
+                QO: "q and out" if n == 2 else "one of q and out",
+                "kv": "k and v",
+                "mlp": "every MLP matrix"
+                if n == of
+                else ("one MLP matrix" if n == 1 else f"{n} MLP matrices"),
+                "head": "the head",
+            }[name]
+        )
+    said = " and of ".join(
+        [", of ".join(words[:-1]), words[-1]] if len(words) > 1 else words
+    )
+    return f"the gradients of {said}"
+
+
+def input_sums(model: Model, plan: Plan | None = None) -> int:
+    """All-reduces over tensor per block for the input gradients of its first matrices:
+    the plan's count, or one for q, one for k and v, one for up and one for a gate."""
+    if plan is not None and plan.input_sums is not None:
+        return plan.input_sums
+    return 4 if model.gated else 3
+
+
+def matrices(model: Model) -> tuple[str, ...]:
+    """Each block's matrices and the head, as the gradient sums see them: a tied head is
+    the embedding, but the compiled programs sum its gradient from the output layer apart
+    from the one from the lookup (tests/docs_build/test_planner.py)."""
+    mlp = ("mlp",) * (3 if model.gated else 2)
+    return (QO, "kv", QO, *mlp, "head")
+
+
+# The query and output projections are both d x d: a program's sums cannot tell them apart.
+QO = "q or out"
+# The transformer page's model's (MHA, a two-matrix MLP, its own head), and the most any
+# model has (a gated MLP).
+MATRICES = (QO, "kv", QO, "mlp", "mlp", "head")
+LARGEST = (QO, "kv", QO, "mlp", "mlp", "mlp", "head")
 
 
 def _matrix_sizes(model: Model, tensor: int) -> dict[str, float]:
     """Elements of each matrix's gradient on one device before the sum (tensor-split)."""
     d = model.d_model
     return {
-        "qkv": 3 * d * d / tensor,
-        "out": d * d / tensor,
+        QO: d * d / tensor,
+        "kv": 2 * d * model.kv * model.head_dim / tensor,
         "mlp": d * model.mlp / tensor,
         "head": d * model.vocab / tensor,
     }
@@ -310,18 +432,19 @@ def _gradient_sum(plan_scatters: bool, layout: Layout, full: float) -> float:
 
 FORMULAS = {
     "state": "P_dev x p x (1 + slots) + 4 x scalars + 4 x B/(data fsdp) x (S + 1), "
-    "P_dev = (L (4d^2 + 2dm) + 2Vd)/(fsdp tensor) + (2L + 1) d/fsdp",
+    "P_dev = (L M + E)/(fsdp tensor) + (2L + 1) d/fsdp, M = 2d^2 + 2dgk + (2 or 3) dm "
+    "(g key/value heads of width k; 3 for a gated MLP), E = 2Vd (Vd when tied)",
     "state, tpu": "each array's block rounded up to the TPU's tiles (one dimension to a "
     "multiple of 128, another to 8, or 1, 2, 4 below 8; the pair that pads least), "
     "x p x (1 + slots) + 512 x scalars + the tokens' block, rounded the same way",
-    "gathers": "(1 + remat) L x AG_fsdp(w_g (4d^2 + 2dm)/tensor + 4 x 2d) "
-    "+ AG_fsdp(4 Vd/tensor + w_g dV/tensor + 4d)",
-    "gradients": "L x SUM(w_r (4d^2 + 2dm)/tensor) + L x AR(4 x 2d) + AR(4 Vd/tensor + 4d) "
-    "+ SUM(w_r dV/tensor), over data x fsdp",
-    "activations": "L x (AR_t(4 T d) + (3 + remat) AR_t(w_a T d)) + AR_t(4 T d) "
+    "gathers": "(1 + remat) L x AG_fsdp(w_g M/tensor + 4 x 2d) "
+    "+ AG_fsdp(4 Vd/tensor + w_g dV/tensor (untied) + 4d)",
+    "gradients": "L x SUM(w_r M/tensor) + L x AR(4 x 2d) + AR(4 Vd/tensor + 4d) "
+    "+ SUM(w_r dV/tensor) (untied), over data x fsdp",
+    "activations": "L x (AR_t(4 T d) + (4 + remat + gated) AR_t(w_a T d)) + AR_t(4 T d) "
     "+ AR_t(w_a T d) + 3 AR_t(4 T), T = B S/(data fsdp) tokens",
     "loss": "AR_N(4)",
-    "pipeline state": "(L/stages (4d^2 + 2dm + 2d) + Vd + d) x p x (1 + slots) + "
+    "pipeline state": "(L/stages (M + 2d) + Vd + d) x p x (1 + slots) + "
     "4 x scalars + 4 x B (S + 1)",
     "pipeline wire": "2 (M + stages - 1) x w_a B/M S d",
 }
@@ -350,18 +473,25 @@ def blocks(model: Model, layout: Layout) -> dict[str, tuple[int, ...]]:
         model.layers,
     )
     f, t = layout.fsdp, layout.tensor
-    k = d // h
-    return {
+    k, g = d // h, model.kv
+    found = {
         "embed": (v // t, d // f),
         "attn_norm": (layers, d // f),
-        "qkv": (layers, 3, d // f, h // t, k),
+        "q": (layers, d // f, h // t, k),
+        "kv": (layers, 2, d // f, g // t, k),
         "out": (layers, h // t, k, d // f),
         "mlp_norm": (layers, d // f),
+        "gate": (layers, d // f, m // t),
         "up": (layers, d // f, m // t),
         "down": (layers, m // t, d // f),
         "final_norm": (d // f,),
         "head": (d // f, v // t),
     }
+    if not model.gated:
+        del found["gate"]
+    if model.tied:
+        del found["head"]
+    return found
 
 
 def tiled(shape: tuple[int, ...]) -> int:
@@ -407,7 +537,7 @@ def state_bytes(model: Model, layout: Layout, backend: str = "cpu") -> float:
         held = stage + model.vocab * d + d
         return held * copies + INT32 * scalars + INT32 * model.batch * (model.seq + 1)
     f, t = layout.fsdp, layout.tensor
-    split_both = model.layers * model.layer_matrices + 2 * model.vocab * d
+    split_both = model.layers * model.layer_matrices + model.embeddings
     held = split_both // (f * t) + (2 * model.layers + 1) * d // f
     tokens = model.batch // (layout.data * f) * (model.seq + 1)
     return held * copies + INT32 * scalars + INT32 * tokens
@@ -423,14 +553,17 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
         return {"pipeline wire": 2 * (m + s - 1) * micro}
     a, f, t = layout.mesh
     remat = 1 if model.remat else 0
-    matrices = model.layer_matrices / t
+    weights = model.layer_matrices / t
+    head = 0 if model.tied else 1  # a tied head is the gathered embedding itself
     gathers = (1 + remat) * layers * _ring(
-        "all-gather", f, plan.gather * matrices + F32 * 2 * d
-    ) + _ring("all-gather", f, F32 * v * d / t + plan.gather * d * v / t + F32 * d)
+        "all-gather", f, plan.gather * weights + F32 * 2 * d
+    ) + _ring(  # the embedding (float32, for the lookup), the head, the final norm
+        "all-gather", f, F32 * v * d / t + head * plan.gather * d * v / t + F32 * d
+    )
     size = _matrix_sizes(model, t)
-    scattered = list(plan.scatter)
+    scattered = plan.scattered(model)
     summed = 0.0
-    for name in MATRICES:
+    for name in matrices(model):
         scatters = name in scattered
         if scatters:
             scattered.remove(name)
@@ -439,7 +572,8 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     gradients = (
         summed
         + layers * _ring("all-reduce", a * f, F32 * 2 * d)
-        + _ring("all-reduce", a * f, F32 * (v * d / t + d))
+        + _gradient_sum(plan.embedding_scatter, layout, F32 * v * d / t)
+        + _ring("all-reduce", a * f, F32 * d)
     )
     tokens = model.batch / (a * f) * model.seq
     block = tokens * d
@@ -447,8 +581,12 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     def sums(width):
         return _ring("all-reduce", t, width * block)
 
+    # per block: one float32 sum, and in the activations' width the MLP's output, the
+    # input gradients of the block's first matrices (input_sums), and with remat the
+    # recomputed one
+    per_block = 1 + input_sums(model, plan) + remat
     activations = (
-        layers * (sums(F32) + (3 + remat) * sums(plan.activations))
+        layers * (sums(F32) + per_block * sums(plan.activations))
         + sums(F32)
         + sums(plan.activations)
         + 3 * _ring("all-reduce", t, F32 * tokens)
@@ -546,27 +684,56 @@ def plan_of(entry: dict, model: Model) -> Plan:
     activation_sums = [
         c for c in big if c["kind"] == "all-reduce" and c["group_size"] == t
     ]
-    scatter = TEXTBOOK.scatter
+    scatter, embedding_scatter = TEXTBOOK.scatter, False
     if f > 1:  # without fsdp, every gradient is all-reduced under any plan
-        names = {e: n for n, e in _matrix_sizes(model, t).items() if n != "head"}
+        # the block matrices not yet matched, by size
+        sizes = _matrix_sizes(model, t)
+        left = [n for n in matrices(model) if n != "head"]
         found = []
+        once = [  # summed once per step: the head's gradient, and the embedding's
+            (shape, c)
+            for c in gradient_sums
+            if c["kind"] == "reduce-scatter" and c["runs"] == 1
+            for shape in c["shapes"]
+        ]
+        head_too = any(shape.startswith("bf16") for shape, _ in once)
         for c in gradient_sums:
             if c["kind"] != "reduce-scatter":
                 continue
             for shape in c["shapes"]:
                 elements = math.prod(hlo.arrays(shape)[0][1]) * c["group_size"]
-                if c["runs"] == 1:
+                same = [n for n in left if sizes[n] == elements]
+                if (
+                    c["runs"] == 1
+                    and shape.startswith("f32")
+                    and (model.tied or head_too)
+                ):
+                    embedding_scatter = (
+                        True  # the float32 embedding's, beside the head's
+                    )
+                elif c["runs"] == 1:
                     found.append("head")
-                elif elements in names:
-                    found.append(names[elements])
+                elif same:
+                    found.append(same[0])
+                    left.remove(same[0])
                 else:
                     raise CostModelError(f"a reduce-scatter of {shape}: no such matrix")
-        scatter = tuple(sorted(found, key=MATRICES.index))
+        scatter = tuple(sorted(found, key=LARGEST.index))
+    sums = None
+    if t > 1:  # each block's sums: one float32, the MLP's output, the inputs', remat's
+        per_layer = sum(
+            len(c["shapes"]) for c in activation_sums if c["runs"] == model.layers
+        )
+        sums = per_layer - 2 - (1 if model.remat else 0)
+        if sums == input_sums(model):
+            sums = None  # the textbook's
     return Plan(
         gather=_width(gathers) or TEXTBOOK.gather,
         gradients=_width(gradient_sums) or TEXTBOOK.gradients,
         activations=_width(activation_sums) or TEXTBOOK.activations,
         scatter=scatter,
+        input_sums=sums,
+        embedding_scatter=embedding_scatter,
     )
 
 
@@ -583,7 +750,8 @@ def model_of(grid: dict, config: str) -> Model:
     """The planner's Model for a grid configuration."""
     c = grid["configs"][config]
     fields = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "remat")
-    return Model(**{k: c[k] for k in fields})
+    options = ("kv_heads", "gated", "tied")
+    return Model(**{k: c[k] for k in fields}, **{k: c[k] for k in options if k in c})
 
 
 def entry_layout(entry: dict) -> Layout:
@@ -596,7 +764,10 @@ def against_compiled(grid: dict, entry: dict) -> dict[str, tuple[float, float]]:
     compiled program's figure). The tests hold each pair to TOLERANCE; the page quotes the
     largest gap."""
     model, layout = model_of(grid, entry["config"]), entry_layout(entry)
-    backend = "cpu" if entry["target"] == "cpu" else "tpu"
+    from docs_build.compiled.targets import family
+
+    # a TPU pads arrays to tiles; the CPU's and a GPU's are as they are
+    backend = "tpu" if family(entry["target"]) == "tpu" else "cpu"
     return {
         "state": (
             state_bytes(model, layout, backend),

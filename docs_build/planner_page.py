@@ -30,11 +30,17 @@ from functools import cache
 
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
+from docs_build.compiled import targets as tg
 
 GIB = 2**30
 # The grid's size whose compiled plans the page offers (the transformer page's).
 PLAN_CONFIG = "page"
-TARGET_NAMES = {"cpu": "CPU", "v5e:2x4": "TPU v5e", "v5p:2x2x2": "TPU v5p"}
+TARGET_NAMES = {
+    "cpu": "CPU",
+    "v5e:2x4": "TPU v5e",
+    "v5p:2x2x2": "TPU v5p",
+    "h100:1x8": "H100",
+}
 # The form's fields that are whole numbers, in the form's order (Model's names).
 SIZES = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "microbatches")
 MINIMUM_CASES = 100
@@ -79,6 +85,8 @@ def grid_plan(target: str) -> pl.Plan:
         gradients=data.gradients,
         activations=tensor.activations,
         scatter=fsdp.scatter,
+        input_sums=tensor.input_sums,
+        embedding_scatter=fsdp.embedding_scatter,
     )
 
 
@@ -132,12 +140,24 @@ LABELS = {
 
 
 def backend_of(target: str) -> str:
-    """The state formula that holds for a target's programs (as planner.against_compiled)."""
-    return "cpu" if target == "cpu" else "tpu"
+    """The state formula that holds for a target's programs (as planner.against_compiled):
+    a TPU's arrays padded to tiles, or a CPU's and a GPU's as they are."""
+    return "tpu" if tg.family(target) == "tpu" else "cpu"
 
 
 def target_label(target: str) -> str:
-    return "CPU" if target == "cpu" else f"TPU {target}"
+    return {"cpu": "CPU", "tpu": "TPU", "gpu": "GPU"}[tg.family(target)] + (
+        "" if target == "cpu" else f" {target}"
+    )
+
+
+def _options(config: dict) -> tuple:
+    """A compiled size's options the form cannot give: kv_heads, gated, tied."""
+    return (
+        config.get("kv_heads") not in (None, config["heads"]),
+        config.get("gated", False),
+        config.get("tied", False),
+    )
 
 
 @cache
@@ -149,13 +169,15 @@ def coverage() -> dict:
     tensor, target, held]: held when the row's figures under the target's offered plan
     and state formula are within planner.TOLERANCE of the program's own."""
     data = compiled()
-    names = list(data["configs"])
+    # the form's models only: one key/value head per query head, a two-matrix MLP, its
+    # own head (a size compiled with other options checks none of the form's rows)
+    names = [c for c in data["configs"] if not any(_options(data["configs"][c]))]
     sizes = [{k: data["configs"][c][k] for k in SIZE_FIELDS} for c in names]
     plan_of = plans()
     listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
     programs = []
     for e in data["entries"]:
-        if tuple(e["mesh"]) not in listed:
+        if tuple(e["mesh"]) not in listed or e["config"] not in names:
             continue
         model, layout = pl.model_of(data, e["config"]), pl.entry_layout(e)
         target = e["target"]
@@ -355,6 +377,11 @@ def gaps() -> dict[str, float]:
     return largest
 
 
+# What the form's models are, for the plan's per-model counts (one key/value head per query
+# head, a two-matrix MLP, an own head).
+FORM_MODEL = pl.Model(vocab=8, d_model=8, heads=1, mlp=8, layers=1, seq=1, batch=1)
+
+
 def data_json() -> str:
     """The constants the script computes with, as JSON safe inside a <script> element."""
     data = {
@@ -374,7 +401,9 @@ def data_json() -> str:
                 "gather": p.gather,
                 "gradients": p.gradients,
                 "activations": p.activations,
-                "scatter": p.scatter,
+                "scatter": pl.MATRICES if p.scatter is None else p.scatter,
+                "input_sums": pl.input_sums(FORM_MODEL, p),
+                "embedding_scatter": p.embedding_scatter,
                 "label": plan_label(name),
                 "departures": p.departures(),
             }

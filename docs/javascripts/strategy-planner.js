@@ -222,8 +222,10 @@
     var gathers = (1 + remat) * layers * ring("all-gather", f,
       plan.gather * matrices + F32 * 2 * d) +
       ring("all-gather", f, exact(F32 * v * d) / t + exact(plan.gather * d * v) / t + F32 * d);
-    var size = { qkv: exact(3 * d * d) / t, out: d * d / t, mlp: exact(d * model.mlp) / t,
-      head: exact(d * v) / t };
+    // q or out: d^2; k and v: 2 d^2 (one key/value head per query head, as the form's
+    // models have); the MLP's matrices; the head (planner._matrix_sizes)
+    var size = { "q or out": exact(d * d) / t, kv: exact(2 * d * d) / t,
+      mlp: exact(d * model.mlp) / t, head: exact(d * v) / t };
     var scattered = plan.scatter.slice();
     var summed = 0;
     DATA.matrices.forEach(function (name) {
@@ -233,11 +235,13 @@
       summed += times * gradientSum(at >= 0, l, plan.gradients * size[name]);
     });
     var gradients = summed + layers * ring("all-reduce", a * f, F32 * 2 * d) +
-      ring("all-reduce", a * f, F32 * (v * d / t + d));
+      gradientSum(plan.embedding_scatter, l, exact(F32 * v * d) / t) +
+      ring("all-reduce", a * f, F32 * d);
     var tokens = model.batch / (a * f) * model.seq;
     var block = tokens * d;
     function sums(width) { return ring("all-reduce", t, width * block); }
-    var activations = layers * (sums(F32) + (3 + remat) * sums(plan.activations)) +
+    var perBlock = 1 + plan.input_sums + remat; // planner.input_sums
+    var activations = layers * (sums(F32) + perBlock * sums(plan.activations)) +
       sums(F32) + sums(plan.activations) + 3 * ring("all-reduce", t, F32 * tokens);
     return [
       ["gathers", gathers],

@@ -101,8 +101,8 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
     """A JAX or libtpu release that changes a plan fails here (the page names them)."""
     found = {}
     for (target, config, mesh), entry in ENTRIES.items():
-        plan = pl.plan_of(entry, pl.model_of(GRID, config))
-        for departure in plan.departures():
+        model = pl.model_of(GRID, config)
+        for departure in pl.plan_of(entry, model).departures(model):
             found.setdefault((target, departure), set()).add((config, mesh))
 
     def where(test):
@@ -111,24 +111,42 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
     gathered = where(lambda c, m: m[1] > 1)
     summed = where(lambda c, m: m[0] * m[1] > 1)
     split = where(lambda c, m: m[2] > 1)
-    every = "gradients of qkv, out, mlp, mlp, head all-reduced over data x fsdp, not "
+    every = "every gradient all-reduced over data x fsdp, not scattered"
     expected = {
         ("cpu", "gather in f32, not bf16"): gathered,
         # the program asks for bf16 gradient sums; the CPU backend promotes them to f32
         ("cpu", "gradients in f32, not bf16"): summed,
         ("cpu", "activations in f32, not bf16"): split,
-        ("cpu", every + "scattered"): gathered,
+        ("cpu", every): gathered,
     }
+    gated = "gqa, gated, tied"
     for target in set(GRID["targets"]) - {"cpu"}:
-        expected[target, every + "scattered"] = gathered
-    # v5e reduce-scatters FSDP's head gradient, and for the page's size one MLP matrix
-    expected["v5e:2x4", every + "scattered"] = where(lambda c, m: m == (2, 2, 2))
+        expected[target, every] = gathered
+        # the TPUs add the input gradients that share an input (q with k and v, gate
+        # with up) before the all-reduce over tensor: two sums per block
+        expected[target, "input gradients summed in 2 all-reduces per block, not 3"] = {
+            (c, m) for c, m in split if c != gated
+        }
+        expected[target, "input gradients summed in 2 all-reduces per block, not 4"] = {
+            (c, m) for c, m in split if c == gated
+        }
+    # v5e reduce-scatters FSDP's head gradient, for the page's size one of q and out and
+    # one MLP matrix too, and with a tied head the float32 embedding's gradient
     fsdp = where(lambda c, m: m == (1, 8, 1))
-    but = "all-reduced over data x fsdp, not scattered"
-    expected["v5e:2x4", f"gradients of qkv, out, mlp, mlp {but}"] = fsdp - {
-        ("page", (1, 8, 1))
-    }
-    expected["v5e:2x4", f"gradients of qkv, out, mlp {but}"] = {("page", (1, 8, 1))}
+    expected["v5e:2x4", every] = where(lambda c, m: m == (2, 2, 2))
+    expected[
+        "v5e:2x4",
+        "the gradients of k and v, of one of q and out and of one MLP matrix all-reduced "
+        "over data x fsdp",
+    ] = {("page", (1, 8, 1))}
+    expected[
+        "v5e:2x4",
+        "the gradients of q and out, of k and v and of every MLP matrix all-reduced over "
+        "data x fsdp",
+    ] = fsdp - {("page", (1, 8, 1))}
+    expected[
+        "v5e:2x4", "the embedding's gradient reduce-scattered, not all-reduced"
+    ] = {(gated, (1, 8, 1))}
     assert found == expected
 
 
@@ -317,11 +335,77 @@ def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
             "memory per device must be positive",
         ),
         (lambda: pl.blocks(PAGE, pl.Layout("p", stages=2)), "blocks are for"),
+        (
+            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, kv_heads=3),
+            "3 key/value heads do not serve 4 query heads equally",
+        ),
+        (
+            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, kv_heads=0),
+            "kv_heads must be a positive integer, not 0",
+        ),
+        (
+            lambda: pl.wire_bytes(
+                pl.Model(64, 32, 4, 128, 2, 16, 8, kv_heads=2), pl.Layout("t", tensor=4)
+            ),
+            "kv_heads 2 does not split 4 ways (tensor): use a multiple of 4",
+        ),
+        (
+            lambda: pl.wire_bytes(
+                PAGE, pl.Layout("f", fsdp=8), pl.Plan(scatter=("mlp",) * 3)
+            ),
+            "scatter names 'mlp' more often than the model has it",
+        ),
     ],
 )
 def test_bad_input_says_what_to_change(call, message):
     with pytest.raises(pl.CostModelError, match=re.escape(message)):
         call()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"kv_heads": 2},
+        {"kv_heads": 2, "gated": True},
+        {"tied": True},
+        {"kv_heads": 2, "gated": True, "tied": True},
+    ],
+)
+def test_the_planners_model_is_the_transformer_pages(options):
+    """Parameters and each device's state, by the planner's formulas, are the transformer
+    page's: its param_count, and the blocks its RULES give the abstract state."""
+    import jax
+
+    from snippets.advanced.transformer.init import build_mesh, sharded_init
+    from snippets.advanced.transformer.model import Config, param_count
+
+    cfg = Config(vocab=64, d_model=32, heads=4, mlp=128, layers=2, seq=16, **options)
+    model = pl.Model.from_config(cfg, batch=8)
+    assert model.params == param_count(cfg)
+    mesh = build_mesh((1, 2, 2))
+    params = sharded_init(cfg, mesh).abstract["model"]
+    shards = {
+        jax.tree_util.keystr(path): leaf.sharding.shard_shape(leaf.shape)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(params)
+    }
+    blocks = pl.blocks(model, pl.Layout("x", fsdp=2, tensor=2))
+
+    def last(key):  # "['layers']['kv']" -> "kv"
+        return key.rsplit("['", 1)[-1].split("'")[0]
+
+    assert sorted(blocks) == sorted(last(k) for k in shards)
+    for key, shape in shards.items():
+        assert tuple(shape) == blocks[last(key)], key
+
+
+def test_every_preset_is_counted_as_published():
+    from snippets.advanced.transformer.model import param_count
+    from snippets.advanced.transformer.presets import PRESETS
+
+    for preset in PRESETS.values():
+        model = pl.Model.from_config(preset.config, batch=1)
+        assert model.params == param_count(preset.config)
 
 
 def test_pipeline_figures_are_modelled_not_checked():
