@@ -383,11 +383,12 @@ def gpu(session: nox.Session) -> None:
 def planner(session: nox.Session) -> None:
     """Compile the transformer page's train step for the strategy planner's grid.
 
-    Sizes x (data, fsdp, tensor) meshes x targets (CPU and TPU topologies, without a
-    TPU). Writes docs_build/planner_grid.json, which tests/docs_build/test_planner.py
-    holds the planner's formulas to: commit the result.
+    Sizes x (data, fsdp, tensor) meshes x targets (CPU, TPU topologies and an H100 node,
+    without a TPU or a GPU). Writes docs_build/planner_grid.json, which
+    tests/docs_build/test_planner.py holds the planner's formulas to: commit the result.
+    Its environment holds libtpu and the CUDA plugin together (the `compiled` group).
     """
-    install(session, "tpu")
+    install(session, "compiled")
     # the CUDA plugin describes GPUs only when JAX is not asked to find one
     env = {**QUIET, "JAX_PLATFORMS": "cpu"}
     session.run("python", "-m", "docs_build.planner_grid", *session.posargs, env=env)

@@ -289,6 +289,17 @@ class Plan:
     # Whether the float32 embedding gradient is summed by a reduce-scatter over fsdp (and
     # an all-reduce over data), not an all-reduce over data x fsdp.
     embedding_scatter: bool = False
+    # The block matrices the backward pass gathers again (with remat) in float32 rather
+    # than at the gather width: none as the code asks; XLA's GPU compiler regathers most.
+    regather: tuple[str, ...] = ()
+    # The width the head is gathered in: None, the gather width.
+    head_gather: int | None = None
+    # The width of each block's float32 sum over tensor (the attention output's): the GPU
+    # compiler sums it in bfloat16.
+    block_sum: int = F32
+    # For a tied head: whether its gradient is summed apart from the embedding's (CPU,
+    # TPU), or added to it first (XLA's GPU compiler).
+    head_apart: bool = True
 
     def __post_init__(self):
         for name in ("gather", "gradients", "activations"):
@@ -296,6 +307,16 @@ class Plan:
                 raise CostModelError(
                     f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
                 )
+        for name in ("head_gather", "block_sum"):
+            if getattr(self, name) not in (None, BF16, F32) or self.block_sum is None:
+                raise CostModelError(
+                    f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
+                )
+        if any(self.regather.count(m) > LARGEST.count(m) for m in self.regather):
+            raise CostModelError(
+                f"regather names matrices from {LARGEST}, each at most as often as "
+                f"there, not {self.regather!r}"
+            )
         if self.input_sums is not None and (
             not isinstance(self.input_sums, int) or self.input_sums < 1
         ):
@@ -342,6 +363,21 @@ class Plan:
                 )
         if self.embedding_scatter:
             out.append("the embedding's gradient reduce-scattered, not all-reduced")
+        if self.regather:
+            every_block = [m for m in (matrices(model) if model else MATRICES) if m != "head"]
+            out.append(
+                f"{_matrix_words(list(self.regather), every_block, 'weights')} "
+                "gathered again in f32 for the backward pass"
+            )
+        if self.head_gather not in (None, self.gather):
+            out.append(f"the head gathered in {width[self.head_gather]}")
+        if not self.head_apart:
+            out.append("a tied head's gradient added to the embedding's before the sum")
+        if self.block_sum != TEXTBOOK.block_sum:
+            out.append(
+                f"each block's attention output summed in {width[self.block_sum]}, not "
+                f"{width[TEXTBOOK.block_sum]}"
+            )
         every = list(matrices(model) if model else MATRICES)
         left = list(every)
         for m in (
@@ -357,7 +393,7 @@ class Plan:
         return out
 
 
-def _matrix_words(names: list[str], every: list[str]) -> str:
+def _matrix_words(names: list[str], every: list[str], what: str = "gradients") -> str:
     """`["kv", "q or out", "mlp"]` of a two-matrix MLP's model -> "the gradients of k and
     v, of one of q and out and of one MLP matrix"."""
     words = []
@@ -368,7 +404,7 @@ def _matrix_words(names: list[str], every: list[str]) -> str:
                 QO: "q and out" if n == 2 else "one of q and out",
                 "kv": "k and v",
                 "mlp": "every MLP matrix"
-                if n == of
+                if n == of and n > 1
                 else ("one MLP matrix" if n == 1 else f"{n} MLP matrices"),
                 "head": "the head",
             }[name]
@@ -376,7 +412,7 @@ def _matrix_words(names: list[str], every: list[str]) -> str:
     said = " and of ".join(
         [", of ".join(words[:-1]), words[-1]] if len(words) > 1 else words
     )
-    return f"the gradients of {said}"
+    return f"the {what} of {said}"
 
 
 def input_sums(model: Model, plan: Plan | None = None) -> int:
@@ -555,15 +591,24 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     remat = 1 if model.remat else 0
     weights = model.layer_matrices / t
     head = 0 if model.tied else 1  # a tied head is the gathered embedding itself
-    gathers = (1 + remat) * layers * _ring(
-        "all-gather", f, plan.gather * weights + F32 * 2 * d
-    ) + _ring(  # the embedding (float32, for the lookup), the head, the final norm
-        "all-gather", f, F32 * v * d / t + head * plan.gather * d * v / t + F32 * d
-    )
     size = _matrix_sizes(model, t)
+    # the backward pass's gathers (with remat): the regathered matrices in float32
+    regathered = plan.gather * weights + sum(
+        (F32 - plan.gather) * size[m] for m in plan.regather
+    )
+    head_width = plan.gather if plan.head_gather is None else plan.head_gather
+    gathers = (
+        layers * _ring("all-gather", f, plan.gather * weights + F32 * 2 * d)
+        + remat * layers * _ring("all-gather", f, regathered + F32 * 2 * d)
+        + _ring(  # the embedding (float32, for the lookup), the head, the final norm
+            "all-gather", f, F32 * v * d / t + head * head_width * d * v / t + F32 * d
+        )
+    )
     scattered = plan.scattered(model)
     summed = 0.0
     for name in matrices(model):
+        if name == "head" and model.tied and not plan.head_apart:
+            continue  # summed with the embedding's, below
         scatters = name in scattered
         if scatters:
             scattered.remove(name)
@@ -586,7 +631,7 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     # recomputed one
     per_block = 1 + input_sums(model, plan) + remat
     activations = (
-        layers * (sums(F32) + per_block * sums(plan.activations))
+        layers * (sums(plan.block_sum) + per_block * sums(plan.activations))
         + sums(F32)
         + sums(plan.activations)
         + 3 * _ring("all-reduce", t, F32 * tokens)
@@ -719,6 +764,47 @@ def plan_of(entry: dict, model: Model) -> Plan:
                 else:
                     raise CostModelError(f"a reduce-scatter of {shape}: no such matrix")
         scatter = tuple(sorted(found, key=LARGEST.index))
+    regather, head_gather, gather = [], None, _width(gathers) or TEXTBOOK.gather
+    if f > 1 and gather == BF16:  # what is gathered in float32 beside the bf16 copies
+        sizes = _matrix_sizes(model, t)
+        left = [n for n in matrices(model) if n != "head"]  # not yet matched, by size
+        heads = 0
+        for c in gathers:
+            for shape in c["shapes"]:
+                dtype, dims = hlo.arrays(shape)[0]
+                elements = math.prod(dims)
+                same = [n for n in left if sizes[n] == elements]
+                if c["runs"] == model.layers and dtype == "f32" and same:
+                    regather.append(same[0])
+                    left.remove(same[0])
+                elif c["runs"] == 1 and elements == sizes["head"] and dtype == "f32":
+                    heads += 1  # the embedding's, and the head's when it is float32
+        if heads == 2 and not model.tied:
+            head_gather = F32
+    head_apart = True
+    if model.tied and a * f > 1:  # one sum of a head-sized gradient, or two
+        head = _matrix_sizes(model, t)["head"]
+        once = [
+            s
+            for c in entry["collectives"]  # flattened sums are rank 1: every one
+            if c["runs"] == 1
+            and c["kind"] in ("all-reduce", "reduce-scatter")
+            and c["group_size"] in {a * f, f} - {t}
+            for s in c["shapes"]
+            if math.prod(hlo.arrays(s)[0][1]) * (
+                c["group_size"] if c["kind"] == "reduce-scatter" else 1
+            )
+            >= head
+        ]
+        head_apart = len(once) > 1
+    block_sum = TEXTBOOK.block_sum
+    if t > 1 and not any(
+        s.startswith("f32")
+        for c in activation_sums
+        if c["runs"] == model.layers
+        for s in c["shapes"]
+    ):
+        block_sum = BF16
     sums = None
     if t > 1:  # each block's sums: one float32, the MLP's output, the inputs', remat's
         per_layer = sum(
@@ -728,12 +814,16 @@ def plan_of(entry: dict, model: Model) -> Plan:
         if sums == input_sums(model):
             sums = None  # the textbook's
     return Plan(
-        gather=_width(gathers) or TEXTBOOK.gather,
+        gather=gather,
         gradients=_width(gradient_sums) or TEXTBOOK.gradients,
         activations=_width(activation_sums) or TEXTBOOK.activations,
         scatter=scatter,
         input_sums=sums,
         embedding_scatter=embedding_scatter,
+        regather=tuple(sorted(regather, key=LARGEST.index)),
+        head_gather=head_gather,
+        block_sum=block_sum,
+        head_apart=head_apart,
     )
 
 

@@ -29,17 +29,14 @@ from docs_build.compiled import targets as tg
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "planner_grid.json"
-# An H100 node (h100:1x8) is not in the grid yet: its programs depart from the formulas'
-# plan (the residual stream's per-block sum in bfloat16, FSDP's remat gathers in float32),
-# which the planner does not model; tests/docs_build/test_planner.py names the gaps.
-TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2")
+TARGETS = ("cpu", "v5e:2x4", "v5p:2x2x2", "h100:1x8")
 DEVICES = 8
 # (data, fsdp, tensor): every layout the page's mesh expresses on 8 devices that the
 # planner names (data, FSDP, tensor, the two 2-D ones), and the page's own (2, 2, 2).
 MESHES = ((8, 1, 1), (1, 8, 1), (1, 1, 8), (2, 1, 4), (4, 1, 2), (2, 2, 2))
 # name -> (the page's Config fields, global batch). Heads and every split width are
 # multiples of 8, so every mesh above divides every size. Four sizes keep `nox -s planner`
-# within 15 minutes on a 2-core machine (each TPU compile takes 5 to 30 s).
+# within 15 minutes on a 2-core machine (each TPU or GPU compile takes 2 to 30 s).
 CONFIGS = {
     "tiny": (
         dict(vocab=2048, d_model=256, heads=8, mlp=1024, layers=2, seq=128),

@@ -87,6 +87,9 @@ def grid_plan(target: str) -> pl.Plan:
         scatter=fsdp.scatter,
         input_sums=tensor.input_sums,
         embedding_scatter=fsdp.embedding_scatter,
+        regather=fsdp.regather,
+        head_gather=fsdp.head_gather,
+        block_sum=tensor.block_sum,
     )
 
 
@@ -404,6 +407,9 @@ def data_json() -> str:
                 "scatter": pl.MATRICES if p.scatter is None else p.scatter,
                 "input_sums": pl.input_sums(FORM_MODEL, p),
                 "embedding_scatter": p.embedding_scatter,
+                "regather": p.regather,
+                "head_gather": p.head_gather,
+                "block_sum": p.block_sum,
                 "label": plan_label(name),
                 "departures": p.departures(),
             }

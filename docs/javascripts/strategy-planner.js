@@ -219,13 +219,17 @@
     var a = l.data, f = l.fsdp, t = l.tensor;
     var remat = model.remat ? 1 : 0;
     var matrices = model.layerMatrices / t;
-    var gathers = (1 + remat) * layers * ring("all-gather", f,
-      plan.gather * matrices + F32 * 2 * d) +
-      ring("all-gather", f, exact(F32 * v * d) / t + exact(plan.gather * d * v) / t + F32 * d);
     // q or out: d^2; k and v: 2 d^2 (one key/value head per query head, as the form's
     // models have); the MLP's matrices; the head (planner._matrix_sizes)
     var size = { "q or out": exact(d * d) / t, kv: exact(2 * d * d) / t,
       mlp: exact(d * model.mlp) / t, head: exact(d * v) / t };
+    // the backward pass's gathers (with remat): the regathered matrices in float32
+    var regathered = plan.gather * matrices;
+    plan.regather.forEach(function (name) { regathered += (F32 - plan.gather) * size[name]; });
+    var headWidth = plan.head_gather === null ? plan.gather : plan.head_gather;
+    var gathers = layers * ring("all-gather", f, plan.gather * matrices + F32 * 2 * d) +
+      remat * layers * ring("all-gather", f, regathered + F32 * 2 * d) +
+      ring("all-gather", f, exact(F32 * v * d) / t + exact(headWidth * d * v) / t + F32 * d);
     var scattered = plan.scatter.slice();
     var summed = 0;
     DATA.matrices.forEach(function (name) {
@@ -241,7 +245,7 @@
     var block = tokens * d;
     function sums(width) { return ring("all-reduce", t, width * block); }
     var perBlock = 1 + plan.input_sums + remat; // planner.input_sums
-    var activations = layers * (sums(F32) + perBlock * sums(plan.activations)) +
+    var activations = layers * (sums(plan.block_sum) + perBlock * sums(plan.activations)) +
       sums(F32) + sums(plan.activations) + 3 * ring("all-reduce", t, F32 * tokens);
     return [
       ["gathers", gathers],

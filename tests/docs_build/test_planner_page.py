@@ -215,6 +215,9 @@ def test_the_scripts_constants_are_the_planners():
             tuple(got["scatter"]),
             got["input_sums"],
             got["embedding_scatter"],
+            tuple(got["regather"]),
+            got["head_gather"],
+            got["block_sum"],
         ) == dataclasses.replace(
             plan,
             scatter=pl.MATRICES if plan.scatter is None else plan.scatter,
