@@ -442,9 +442,14 @@ def fill(markdown: str) -> str:
 
 # ----------------------------------------------------------------- the browser tests' grid
 
-SIZE_CHOICES = [
-    {**grid.CONFIGS[name][0], "batch": grid.CONFIGS[name][1]} for name in grid.CONFIGS
-] + [
+# The compiled sizes the form can give (not those with options it lacks: kv_heads, gated,
+# tied), first, then sizes of every scale.
+FORM_SIZES = [
+    {**fields, "batch": batch}
+    for fields, batch in grid.CONFIGS.values()
+    if not any(_options({"heads": fields["heads"], **fields}))
+]
+SIZE_CHOICES = FORM_SIZES + [
     dict(
         vocab=32000,
         d_model=4096,
@@ -518,7 +523,7 @@ def cases() -> list[dict]:
             )
     # each compiled size on its 8 devices with each target's plan and state formula: the
     # rows a program checks, and the v5e FSDP rows its plan misses
-    for sizes in SIZE_CHOICES[: len(grid.CONFIGS)]:
+    for sizes in FORM_SIZES:
         for target in compiled()["targets"]:
             found.append(
                 {
