@@ -364,7 +364,9 @@ class Plan:
         if self.embedding_scatter:
             out.append("the embedding's gradient reduce-scattered, not all-reduced")
         if self.regather:
-            every_block = [m for m in (matrices(model) if model else MATRICES) if m != "head"]
+            every_block = [
+                m for m in (matrices(model) if model else MATRICES) if m != "head"
+            ]
             out.append(
                 f"{_matrix_words(list(self.regather), every_block, 'weights')} "
                 "gathered again in f32 for the backward pass"
@@ -791,9 +793,8 @@ def plan_of(entry: dict, model: Model) -> Plan:
             and c["kind"] in ("all-reduce", "reduce-scatter")
             and c["group_size"] in {a * f, f} - {t}
             for s in c["shapes"]
-            if math.prod(hlo.arrays(s)[0][1]) * (
-                c["group_size"] if c["kind"] == "reduce-scatter" else 1
-            )
+            if math.prod(hlo.arrays(s)[0][1])
+            * (c["group_size"] if c["kind"] == "reduce-scatter" else 1)
             >= head
         ]
         head_apart = len(once) > 1

@@ -147,6 +147,28 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
     expected[
         "v5e:2x4", "the embedding's gradient reduce-scattered, not all-reduced"
     ] = {(gated, (1, 8, 1))}
+    # H100: FSDP scatters every gradient, as the textbook does, but on (2, 2, 2); the head
+    # is gathered in float32 and, with remat, most block weights again in float32 for the
+    # backward pass; each block's attention output is summed in bfloat16; and a tied
+    # head's gradient is added to the embedding's before the sum over data
+    h100 = "h100:1x8"
+    expected[h100, every] = where(lambda c, m: m == (2, 2, 2))
+    both = where(lambda c, m: m in ((1, 8, 1), (2, 2, 2)))
+    expected[h100, "the head gathered in f32"] = {(c, m) for c, m in both if c != gated}
+    again = "gathered again in f32 for the backward pass"
+    expected[
+        h100, f"the weights of q and out, of k and v and of one MLP matrix {again}"
+    ] = {(c, m) for c, m in both if c in ("tiny", "page")}
+    expected[
+        h100, f"the weights of q and out, of k and v and of 2 MLP matrices {again}"
+    ] = {(c, m) for c, m in both if c == gated}
+    expected[h100, "each block's attention output summed in bf16, not f32"] = split
+    expected[h100, "a tied head's gradient added to the embedding's before the sum"] = {
+        (gated, m) for m in ((8, 1, 1), (2, 1, 4), (4, 1, 2))
+    }
+    expected[h100, "the embedding's gradient reduce-scattered, not all-reduced"] = {
+        (gated, (1, 8, 1))
+    }
     assert found == expected
 
 

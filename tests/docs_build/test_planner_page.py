@@ -40,8 +40,7 @@ def test_the_page_states_the_tolerance_the_grid_and_the_largest_disagreement():
     largest = {"state": 0.0, "wire": 0.0}
     for e in GRID["entries"]:
         model, layout = pl.model_of(GRID, e["config"]), pl.entry_layout(e)
-        backend = "cpu" if e["target"] == "cpu" else "tpu"
-        state = pl.state_bytes(model, layout, backend)
+        state = pl.state_bytes(model, layout, planner_page.backend_of(e["target"]))
         wire = pl.wire_bytes(model, layout, pl.plan_of(e, model))
         compiled_wire = sum(s["wire_bytes"] for s in e["summary"].values())
         for k, ours, theirs in (
@@ -60,9 +59,13 @@ def test_the_prose_describes_the_grid_as_it_is():
     text = filled()
     assert len(GRID["configs"]) == 4 and len(grid.MESHES) == 6 and grid.DEVICES == 8
     assert "four model sizes, six meshes of eight devices" in text
-    tpus = [t for t in GRID["targets"] if t != "cpu"]
-    assert [t.split(":")[0] for t in tpus] == ["v5e", "v5p"]
-    assert "for the CPU backend and for two TPU targets (v5e and v5p)" in text
+    others = [t for t in GRID["targets"] if t != "cpu"]
+    assert [t.split(":")[0] for t in others] == ["v5e", "v5p", "h100"]
+    assert "h100:1x8" in GRID["targets"]
+    assert (
+        "for the CPU backend, for two TPU targets (v5e and v5p) and for one node of eight "
+        "H100 GPUs" in " ".join(text.split())
+    )
     assert pl.CHECKED_OPTIMIZERS == ("adamw",) and pl.CHECKED_PARAM_BYTES == (pl.F32,)
     assert "AdamW on float32 weights (all the grid compiled)" in text
     # the v5e plan offered misses the FSDP programs of the two sizes it was not read at
@@ -125,6 +128,19 @@ def test_the_plans_are_what_the_prose_says():
         "all of them" in said
     )
     assert "two all-reduces per block where the CPU runs three" in said
+    # the H100 plan: the textbook's gathers and scatters in bfloat16, but the head gathered
+    # in float32, all but one block matrix regathered in float32, bfloat16 block sums
+    h100 = plans["h100:1x8"]
+    assert (h100.gather, h100.gradients, h100.input_sums) == (2, 2, 2)
+    assert h100.scatter == tuple(sorted(pl.MATRICES, key=pl.LARGEST.index))
+    assert h100.head_gather == 4 and h100.block_sum == 2
+    assert len(h100.regather) == len(pl.MATRICES) - 2  # all block matrices but one
+    assert (
+        "adds them up as the TPUs do and scatters the gradients in bfloat16 as the step "
+        "asks, but gathers the output head in float32, gathers all but one of each block's "
+        "matrices a second time in float32 for the backward pass, and sums each block's "
+        "attention output in bfloat16" in said
+    )
 
 
 @pytest.mark.parametrize("target", GRID["targets"])
@@ -304,7 +320,7 @@ def grid_case(config: str, target: str) -> dict:
         **fields,
         "devices": grid.DEVICES,
         "plan": target,
-        "backend": "cpu" if target == "cpu" else "tpu",
+        "backend": planner_page.backend_of(target),
     }
 
 
@@ -345,8 +361,7 @@ def test_a_grid_entrys_own_inputs_are_checked(config, target):
         assert row["checked"] == held
         if held:
             assert row["basis"] == (
-                "checked against the compiled "
-                f"{'CPU' if target == 'cpu' else 'TPU ' + target} program"
+                f"checked against the compiled {planner_page.target_label(target)} program"
             )
         else:
             assert row["basis"].endswith("to this size under the page size's plan")
@@ -372,9 +387,10 @@ def test_a_row_is_checked_only_inside_what_the_grid_compiled():
             assert case["devices"] == grid.DEVICES
             assert tuple(row["mesh"][:3]) in grid.MESHES and row["mesh"][3] == 1
             assert case["plan"] in GRID["targets"]
-            assert case["backend"] == ("cpu" if case["plan"] == "cpu" else "tpu")
+            assert case["backend"] == planner_page.backend_of(case["plan"])
             assert (case["optimizer"], case["param_bytes"]) == ("adamw", 4)
-    assert checked == 3 * 3 * 5 - 2
+    # three sizes, four targets, five layouts, but v5e's FSDP rows of two sizes
+    assert checked == 3 * 4 * 5 - 2
 
 
 @pytest.mark.parametrize(
