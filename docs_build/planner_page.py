@@ -449,7 +449,8 @@ FORM_SIZES = [
     for fields, batch in grid.CONFIGS.values()
     if not any(_options({"heads": fields["heads"], **fields}))
 ]
-SIZE_CHOICES = FORM_SIZES + [
+SIZE_CHOICES = [
+    *FORM_SIZES,
     dict(
         vocab=32000,
         d_model=4096,
