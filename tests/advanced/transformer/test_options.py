@@ -26,6 +26,16 @@ OPTIONS = {
     "mqa-swiglu": Config(kv_heads=1, gated=True),
 }
 MESHES = {"gqa": (2, 2, 2), "gqa-swiglu-tied": (2, 2, 2), "mqa-swiglu": (2, 4, 1)}
+# Every push runs the model with all three options at once; the others run daily (each
+# compiles a model of its own: together about 20 s of the per-push run on two cores).
+EVERY_PUSH = "gqa-swiglu-tied"
+
+
+def every_option():
+    return [
+        pytest.param(n, marks=() if n == EVERY_PUSH else pytest.mark.daily)
+        for n in OPTIONS
+    ]
 
 
 def logits_on(cfg, shape, kind, start, tokens):
@@ -44,7 +54,7 @@ def logits_on(cfg, shape, kind, start, tokens):
 
 
 @pytest.mark.parametrize("kind", [AxisType.Auto, AxisType.Explicit], ids=str)
-@pytest.mark.parametrize("name", list(OPTIONS))
+@pytest.mark.parametrize("name", every_option())
 def test_the_split_model_computes_the_one_device_logits(devices, name, kind):
     cfg = OPTIONS[name]
     start = jax.device_get(sharded_init(cfg, build_mesh(MESHES[name])).init())
@@ -95,7 +105,7 @@ def test_training_with_every_option_matches_one_device(devices, kind):
     assert losses[-1] < losses[0]
 
 
-@pytest.mark.parametrize("name", list(OPTIONS))
+@pytest.mark.parametrize("name", every_option())
 def test_the_state_formula_is_exact_for_every_option(devices, name):
     """state_bytes against the compiled step's memory_analysis(), as the page's table."""
     cfg = OPTIONS[name]
