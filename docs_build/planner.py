@@ -213,8 +213,10 @@ def name_of(data: int, fsdp: int, tensor: int) -> str:
 
 
 def layouts(devices: int, stages: bool = True) -> list[Layout]:
-    """The planner's rows for `devices`: data, FSDP, tensor, every 2-D (data x tensor)
-    with both axes > 1, and a pipeline of `devices` stages."""
+    """The planner's rows for `devices`: data, FSDP, tensor; every split of them over two
+    axes of sizes > 1: data x tensor ("2-D"), data x FSDP (hybrid sharding: FSDP within
+    each group, data parallelism between groups), FSDP x tensor; and a pipeline of
+    `devices` stages."""
     if not isinstance(devices, int) or devices < 1:
         raise CostModelError(f"devices must be a positive integer, not {devices!r}")
     rows = [
@@ -222,11 +224,10 @@ def layouts(devices: int, stages: bool = True) -> list[Layout]:
         Layout("FSDP", fsdp=devices),
         Layout("tensor", tensor=devices),
     ]
-    rows += [
-        Layout("2-D", data=devices // t, tensor=t)
-        for t in range(2, devices // 2 + 1)
-        if devices % t == 0
-    ]
+    splits = [k for k in range(2, devices // 2 + 1) if devices % k == 0]
+    rows += [Layout("2-D", data=devices // t, tensor=t) for t in splits]
+    rows += [Layout("data x FSDP", data=devices // f, fsdp=f) for f in splits]
+    rows += [Layout("FSDP x tensor", fsdp=devices // t, tensor=t) for t in splits]
     if stages and devices > 1:
         rows.append(Layout("pipeline", stages=devices))
     return rows

@@ -111,9 +111,11 @@
       layout("FSDP", 1, devices, 1, 1),
       layout("tensor", 1, 1, devices, 1)
     ];
-    for (var t = 2; t <= idiv(devices, 2); t++) {
-      if (devices % t === 0) rows.push(layout("2-D", devices / t, 1, t, 1));
-    }
+    var splits = [];
+    for (var k = 2; k <= idiv(devices, 2); k++) if (devices % k === 0) splits.push(k);
+    splits.forEach(function (t) { rows.push(layout("2-D", devices / t, 1, t, 1)); });
+    splits.forEach(function (f) { rows.push(layout("data x FSDP", devices / f, f, 1, 1)); });
+    splits.forEach(function (t) { rows.push(layout("FSDP x tensor", 1, devices / t, t, 1)); });
     if (devices > 1) rows.push(layout("pipeline", 1, 1, 1, devices));
     return rows;
   }

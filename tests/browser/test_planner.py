@@ -102,6 +102,8 @@ def test_the_grid_covers_what_the_form_offers():
         "FSDP",
         "tensor",
         "2-D",
+        "data x FSDP",
+        "FSDP x tensor",
         "pipeline",
     }
 

@@ -275,11 +275,21 @@ def test_the_planner_lists_every_layout_that_divides_and_marks_what_fits():
         ("tensor", (1, 1, 8), 1),
         ("2-D", (4, 1, 2), 1),
         ("2-D", (2, 1, 4), 1),
+        ("data x FSDP", (4, 2, 1), 1),
+        ("data x FSDP", (2, 4, 1), 1),
+        ("FSDP x tensor", (1, 4, 2), 1),
+        ("FSDP x tensor", (1, 2, 4), 1),
         ("pipeline", (1, 1, 1), 8),
     ]
     assert all(r.fits for r in rows)
     small = pl.plan_table(PAGE, 8, memory=400e6)
-    assert [r.layout.name for r in small if r.fits] == ["FSDP", "tensor"]
+    # what splits every weight eight ways fits: FSDP, tensor, and FSDP x tensor
+    assert [(r.layout.name, r.layout.mesh) for r in small if r.fits] == [
+        ("FSDP", (1, 8, 1)),
+        ("tensor", (1, 1, 8)),
+        ("FSDP x tensor", (1, 4, 2)),
+        ("FSDP x tensor", (1, 2, 4)),
+    ]
     # 6 devices: a batch of 16 splits neither 6 nor 3 ways, 8 heads neither 6 nor 3
     # ways, 8 layers not into 6 stages: no layout
     assert pl.plan_table(PAGE, 6, 16e9) == []
