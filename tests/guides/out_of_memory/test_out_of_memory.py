@@ -137,6 +137,28 @@ def test_the_formula_counts_what_print_saved_residuals_lists():
     assert len(shapes.findall(without)) == 6 and len(shapes.findall(with_)) == 1
 
 
+def test_the_five_hidden_arrays_are_what_the_page_says():
+    """One block's residuals, by the operation that made each: the product, three of
+    gelu's intermediate values (two products and 1 - tanh^2), and gelu's output."""
+    import jax.numpy as jnp
+
+    def block(x, w1, w2):
+        return (x + jax.nn.gelu(x @ w1) @ w2).sum()
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        step.print_saved_residuals(
+            block, jnp.ones((4, 3)), jnp.ones((3, 8)), jnp.ones((8, 3))
+        )
+    made = re.findall(r"^f32\[4,8\] output of (\w+)", out.getvalue(), re.M)
+    assert sorted(made) == ["dot_general", "mul", "mul", "mul", "one_minus_square"]
+    said = " ".join(PAGE.read_text().split())
+    assert (
+        "the product `x @ w1`, three intermediate values of `gelu`'s tanh approximation, "
+        "and `gelu`'s output, which the gradient of `w2` needs" in said
+    )
+
+
 def test_the_remat_check_on_the_cpu(data_mesh, table):
     (saved, formula), said = printed(step.remat_check, data_mesh, table[0])
     assert abs(saved - formula) <= step.TOLERANCE * formula
