@@ -303,33 +303,24 @@ class Plan:
     head_apart: bool = True
 
     def __post_init__(self):
-        for name in ("gather", "gradients", "activations"):
-            if getattr(self, name) not in (BF16, F32):
+        widths = {"head_gather": (None, BF16, F32)}  # None: the gather width
+        for name in ("gather", "gradients", "activations", "block_sum", "head_gather"):
+            if getattr(self, name) not in widths.get(name, (BF16, F32)):
                 raise CostModelError(
                     f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
                 )
-        for name in ("head_gather", "block_sum"):
-            if getattr(self, name) not in (None, BF16, F32) or self.block_sum is None:
+        for name in ("regather", "scatter"):
+            names = getattr(self, name) or ()
+            if any(names.count(m) > LARGEST.count(m) for m in names):
                 raise CostModelError(
-                    f"{name} must be 2 (bf16) or 4 (f32) bytes, not {getattr(self, name)}"
+                    f"{name} names matrices from {LARGEST}, each at most as often as "
+                    f"there, not {names!r}"
                 )
-        if any(self.regather.count(m) > LARGEST.count(m) for m in self.regather):
-            raise CostModelError(
-                f"regather names matrices from {LARGEST}, each at most as often as "
-                f"there, not {self.regather!r}"
-            )
         if self.input_sums is not None and (
             not isinstance(self.input_sums, int) or self.input_sums < 1
         ):
             raise CostModelError(
                 f"input_sums must be a positive integer, not {self.input_sums!r}"
-            )
-        if self.scatter is not None and any(
-            self.scatter.count(m) > LARGEST.count(m) for m in self.scatter
-        ):
-            raise CostModelError(
-                f"scatter names matrices from {LARGEST}, each at most as often as "
-                f"there, not {self.scatter!r}"
             )
 
     def scattered(self, model: Model) -> list[str]:
@@ -712,6 +703,20 @@ def _width(collectives) -> int | None:
     return min(found) if found else None
 
 
+def _block_matrices(model: Model, sizes: dict[str, float]):
+    """A function that names, by its size in elements, one of the model's block matrices
+    not named yet (q and out, and the MLP's matrices, share a size), or None."""
+    left = [n for n in matrices(model) if n != "head"]
+
+    def take(elements: float) -> str | None:
+        same = [n for n in left if sizes[n] == elements]
+        if same:
+            left.remove(same[0])
+        return same[0] if same else None
+
+    return take
+
+
 def plan_of(entry: dict, model: Model) -> Plan:
     """The plan a compiled grid entry (docs_build/planner_grid.json) carried out.
 
@@ -723,96 +728,84 @@ def plan_of(entry: dict, model: Model) -> Plan:
         raise CostModelError(f"cannot tell the groups of {entry['mesh']} apart")
     big = [c for c in entry["collectives"] if _rank(c) >= 2]
     gathers = [c for c in big if c["kind"] == "all-gather" and c["group_size"] == f]
-    gradient_sums = [
-        c
-        for c in big
-        if c["kind"] in ("all-reduce", "reduce-scatter")
-        and c["group_size"] in {a * f, f} - {t}
-    ]
+    sum_groups = {a * f, f} - {t}  # the gradient sums' groups: data x fsdp, or fsdp
+
+    def gradient_sum(c):
+        return (
+            c["kind"] in ("all-reduce", "reduce-scatter")
+            and c["group_size"] in sum_groups
+        )
+
+    gradient_sums = [c for c in big if gradient_sum(c)]
     activation_sums = [
         c for c in big if c["kind"] == "all-reduce" and c["group_size"] == t
     ]
+    sizes = _matrix_sizes(model, t)
     scatter, embedding_scatter = TEXTBOOK.scatter, False
     if f > 1:  # without fsdp, every gradient is all-reduced under any plan
-        # the block matrices not yet matched, by size
-        sizes = _matrix_sizes(model, t)
-        left = [n for n in matrices(model) if n != "head"]
-        found = []
-        once = [  # summed once per step: the head's gradient, and the embedding's
-            (shape, c)
+        take, found = _block_matrices(model, sizes), []
+        # summed once per step: the head's gradient (in bf16 where the head's is), and
+        # the embedding's in float32
+        head_too = any(
+            shape.startswith("bf16")
             for c in gradient_sums
             if c["kind"] == "reduce-scatter" and c["runs"] == 1
             for shape in c["shapes"]
-        ]
-        head_too = any(shape.startswith("bf16") for shape, _ in once)
+        )
         for c in gradient_sums:
             if c["kind"] != "reduce-scatter":
                 continue
             for shape in c["shapes"]:
-                elements = math.prod(hlo.arrays(shape)[0][1]) * c["group_size"]
-                same = [n for n in left if sizes[n] == elements]
-                if (
-                    c["runs"] == 1
-                    and shape.startswith("f32")
-                    and (model.tied or head_too)
-                ):
+                once = c["runs"] == 1
+                if once and shape.startswith("f32") and (model.tied or head_too):
                     embedding_scatter = (
                         True  # the float32 embedding's, beside the head's
                     )
-                elif c["runs"] == 1:
+                elif once:
                     found.append("head")
-                elif same:
-                    found.append(same[0])
-                    left.remove(same[0])
+                elif name := take(math.prod(hlo.arrays(shape)[0][1]) * c["group_size"]):
+                    found.append(name)
                 else:
                     raise CostModelError(f"a reduce-scatter of {shape}: no such matrix")
         scatter = tuple(sorted(found, key=LARGEST.index))
     regather, head_gather, gather = [], None, _width(gathers) or TEXTBOOK.gather
     if f > 1 and gather == BF16:  # what is gathered in float32 beside the bf16 copies
-        sizes = _matrix_sizes(model, t)
-        left = [n for n in matrices(model) if n != "head"]  # not yet matched, by size
-        heads = 0
+        take, heads = _block_matrices(model, sizes), 0
         for c in gathers:
             for shape in c["shapes"]:
                 dtype, dims = hlo.arrays(shape)[0]
                 elements = math.prod(dims)
-                same = [n for n in left if sizes[n] == elements]
-                if c["runs"] == model.layers and dtype == "f32" and same:
-                    regather.append(same[0])
-                    left.remove(same[0])
-                elif c["runs"] == 1 and elements == sizes["head"] and dtype == "f32":
+                if dtype != "f32":
+                    continue
+                if c["runs"] == model.layers and (name := take(elements)):
+                    regather.append(name)
+                elif c["runs"] == 1 and elements == sizes["head"]:
                     heads += 1  # the embedding's, and the head's when it is float32
         if heads == 2 and not model.tied:
             head_gather = F32
     head_apart = True
     if model.tied and a * f > 1:  # one sum of a head-sized gradient, or two
-        head = _matrix_sizes(model, t)["head"]
         once = [
             s
             for c in entry["collectives"]  # flattened sums are rank 1: every one
-            if c["runs"] == 1
-            and c["kind"] in ("all-reduce", "reduce-scatter")
-            and c["group_size"] in {a * f, f} - {t}
+            if c["runs"] == 1 and gradient_sum(c)
             for s in c["shapes"]
             if math.prod(hlo.arrays(s)[0][1])
             * (c["group_size"] if c["kind"] == "reduce-scatter" else 1)
-            >= head
+            >= sizes["head"]
         ]
         head_apart = len(once) > 1
+    # each block's sums over tensor: one float32 (bf16 on GPU), the MLP's output, the
+    # inputs', remat's
+    per_block = [
+        s for c in activation_sums if c["runs"] == model.layers for s in c["shapes"]
+    ]
     block_sum = TEXTBOOK.block_sum
-    if t > 1 and not any(
-        s.startswith("f32")
-        for c in activation_sums
-        if c["runs"] == model.layers
-        for s in c["shapes"]
-    ):
+    if t > 1 and not any(s.startswith("f32") for s in per_block):
         block_sum = BF16
     sums = None
-    if t > 1:  # each block's sums: one float32, the MLP's output, the inputs', remat's
-        per_layer = sum(
-            len(c["shapes"]) for c in activation_sums if c["runs"] == model.layers
-        )
-        sums = per_layer - 2 - (1 if model.remat else 0)
+    if t > 1:
+        sums = len(per_block) - 2 - (1 if model.remat else 0)
         if sums == input_sums(model):
             sums = None  # the textbook's
     return Plan(

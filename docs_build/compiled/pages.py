@@ -591,12 +591,15 @@ def refusal(p: dict) -> str:
     return f"refused: {found[1]} > {found[2]}"
 
 
+def remat_pair(target: str, data: dict) -> tuple[dict, dict]:
+    """The out-of-memory page's step with FSDP, and the same step with remat, on `target`."""
+    return _oom(target, "+ FSDP", data), _oom(target, "+ remat", data)
+
+
 def remat_flops(target: str, data: dict | None = None) -> float:
     """How many more flops the step with remat counts than the one without, as a fraction."""
     data = data or results()
-    without, with_ = (
-        _oom(target, n, data)["cost"]["flops"] for n in ("+ FSDP", "+ remat")
-    )
+    without, with_ = (p["cost"]["flops"] for p in remat_pair(target, data))
     if not (without and with_):
         raise CompiledResultsError(f"{target}: the compiler reports no flops")
     return with_ / without - 1
@@ -633,7 +636,7 @@ def remat_saving(target: str, data: dict | None = None) -> tuple[int, int]:
     from snippets.guides.out_of_memory.step import Sizes, activation_bytes
 
     data = data or results()
-    without, with_ = (_oom(target, n, data) for n in ("+ FSDP", "+ remat"))
+    without, with_ = remat_pair(target, data)
     saved = without["memory"]["temp_bytes"] - with_["memory"]["temp_bytes"]
     devices = math.prod(without["mesh"].values())
     formula = activation_bytes(Sizes(), devices, False) - activation_bytes(
@@ -649,8 +652,7 @@ def remat_table(data: dict | None = None) -> str:
         "|---|---:|---:|---:|",
     ]
     for t in data["advanced"]["targets"]:
-        steps = [_oom(t, n, data) for n in ("+ FSDP", "+ remat")]
-        if any("refused" in p for p in steps):
+        if any("refused" in p for p in remat_pair(t, data)):
             lines.append(f"| {t} | refused | | |")
             continue
         saved, formula = remat_saving(t, data)
