@@ -19,6 +19,7 @@ A page writes a marker where generated evidence goes:
 - `<!-- gpu-fits: TARGET / NAME -->`: the bytes per device one of those programs needs, as the
   transformer page's `fits` adds them (arguments + outputs - aliased + temporaries), in MiB;
   `<!-- gpu-budget: CARD -->` the memory JAX's allocator takes of that card by default.
+- `<!-- gpu-card: ... -->`: what a real H100 said (docs_build/compiled/card.py lists them).
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- time-bounds -->`: lower bounds on the time of the data-parallel and FSDP steps on
@@ -40,6 +41,7 @@ import re
 
 from docs_build import costmodel as cm
 from docs_build import steptime
+from docs_build.compiled import card as gpu_card
 from docs_build.compiled import plot
 from docs_build.compiled import targets as tg
 from docs_build.compiled.results import (
@@ -850,6 +852,7 @@ def fill(markdown: str) -> str:
     if TIME_TABLE in markdown:
         markdown = markdown.replace(TIME_TABLE, time_table())
     markdown = THRESHOLD.sub(lambda m: threshold_text(int(m.group(1))), markdown)
+    markdown = gpu_card.fill(markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
 
 

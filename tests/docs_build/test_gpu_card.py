@@ -1,0 +1,122 @@
+"""The record of a real H100 (results/gpu_card.json, written by verify_gpu) against today's
+committed GPU programs, and the sentences the pages build from it."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import jax
+import pytest
+
+from docs_build import costmodel as cm
+from docs_build.compiled import card
+from docs_build.compiled.driver import RESULTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def committed_count() -> int:
+    return len(card._committed(card.record()["compared_with"]["target"]))
+
+
+def test_on_the_card_every_program_compiled_as_committed():
+    """scaling.md: from the spec file and from the card's own spec, every program had the
+    same collectives and the same temporaries to the byte."""
+    found = card.compare()
+    for stage in ("file spec", "card spec"):
+        said = found[stage]
+        assert said["programs"] == committed_count() == 29
+        assert said["same"] == said["equal"] == said["programs"], stage
+
+
+def test_as_eight_nodes_the_collectives_stay_and_some_temporaries_move():
+    said = card.compare()["8 nodes"]
+    assert said["same"] == said["programs"] == committed_count()
+    assert 0 < said["programs"] - said["equal"] < said["programs"]
+    assert 0 < abs(said["largest"]) < 0.10
+
+
+def test_a_different_committed_program_is_seen():
+    data = copy.deepcopy(card.record())
+    first = next(iter(data["found"]["file spec"]))
+    data["found"]["file spec"][first]["collectives"] = []
+    data["found"]["file spec"][first]["temp_bytes"] += 1
+    said = card.compare(data)["file spec"]
+    assert said["same"] == said["equal"] == said["programs"] - 1
+
+
+def test_a_program_gone_from_the_committed_results_is_an_error():
+    data = copy.deepcopy(card.record())
+    data["found"]["card spec"]["no such program"] = {"collectives": [], "temp_bytes": 1}
+    with pytest.raises(card.CardRecordError, match="no such program"):
+        card.compare(data)
+
+
+def test_the_card_ran_the_pinned_versions():
+    versions = card.record()["machine"]["versions"]
+    assert versions["jax"] == versions["jaxlib"] == jax.__version__
+    stored = json.loads((RESULTS / "gpu.json").read_text())["versions"]
+    assert versions["jax-cuda13-plugin"] == stored["jax-cuda12-plugin"]
+    assert versions["flax"] == stored["flax"] and versions["optax"] == stored["optax"]
+
+
+def test_the_out_of_memory_errors_are_the_cards():
+    probe = card.record()["probe"]
+    eager, jitted = probe["eager"], probe["jit"]
+    for said in (eager, jitted):
+        assert said["type"] == "JaxRuntimeError"
+        assert said["message"].startswith("RESOURCE_EXHAUSTED: Out of memory")
+        assert f"{said['bytes'] / 2**30:.2f}GiB" in said["message"]
+    # "whose result alone was larger than the card ... its error came when it was waited for"
+    memory = int(card.record()["card_spec"].split("device_memory_size: ")[1].split()[0])
+    assert jitted["output_bytes"] == jitted["bytes"] > memory
+    assert jitted["compiled"] and jitted["raised_at"] == "wait"
+    assert eager["bytes"] > memory
+    block = card.oom_block("eager")
+    assert block.startswith("```text\nJaxRuntimeError: RESOURCE_EXHAUSTED")
+
+
+def test_the_matmul_is_priced_against_the_published_peak():
+    said = card.record()["probe"]["matmul"]
+    assert said["flops"] == 2 * said["size"] ** 3 and said["dtype"] == "bfloat16"
+    rate = said["flops"] / said["seconds"]
+    assert 0.3 < rate / cm.H100.bf16_flops < 1  # below the peak, as a floor must be
+    text = card.matmul_text()
+    assert text == (
+        f"{rate / 1e12:,.0f} TFLOP/s, {rate / cm.H100.bf16_flops:.0%} of the published "
+        "989.5"
+    )
+
+
+def test_the_pages_fill_every_card_marker():
+    for page in ("docs/training/scaling.md", "docs/guides/out-of-memory.md"):
+        text = (ROOT / page).read_text()
+        assert card.MARKER.search(text), page
+        filled = card.fill(text)
+        assert not card.MARKER.search(filled)
+        assert "NVIDIA H100 80GB HBM3" in filled
+    filled = card.fill((ROOT / "docs/guides/out-of-memory.md").read_text())
+    assert "came when the result was waited for, as on the CPU here" in filled
+
+
+def test_an_unknown_marker_says_so():
+    with pytest.raises(card.CardRecordError, match="unknown gpu-card marker 'speed'"):
+        card.fill("<!-- gpu-card: speed -->")
+    with pytest.raises(card.CardRecordError, match="no 'both' out-of-memory error"):
+        card.oom_block("both")
+
+
+def test_the_table_counts_what_compare_counts():
+    table = card.compiles_table()
+    for stage, said in card.compare().items():
+        row = next(
+            r for r in table.splitlines() if r.startswith(f"| {card.STAGES[stage]}")
+        )
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:4] == [
+            str(said["programs"]),
+            str(said["same"]),
+            str(said["equal"]),
+        ]
+    assert re.search(r"driver 580\.\d+\.\d+", table)
