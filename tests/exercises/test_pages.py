@@ -71,3 +71,17 @@ def test_the_navigation_follows_the_reading_order_of_the_pages():
     ]
     positions = [order.index(ex.practises) for ex in EXERCISE_LIST]
     assert positions == sorted(positions)
+
+
+def test_a_guide_page_names_its_exercise_by_the_exercise_page_title():
+    """The link reads "FSDP, every parameter split over data", not the folder name."""
+    titles = {name: page(name).split("\n")[0].removeprefix("# ") for name in EXERCISES}
+    link = re.compile(r"\[([^\]]+)\]\((?:\.\./)*exercises/(\w+)\.md[)#]")
+    linked = []
+    for path in sorted(DOCS.rglob("*.md")):
+        if path.parent.name == "exercises" or "notebooks" in path.parts:
+            continue
+        for label, name in link.findall(path.read_text(encoding="utf-8")):
+            assert " ".join(label.split()) == titles[name], path.relative_to(DOCS)
+            linked.append(name)
+    assert set(linked) == set(EXERCISES)  # every exercise is practised from its page
