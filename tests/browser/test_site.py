@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import pytest
 
 from docs_build import notebooks, outputs
+from tests.site_search import pages_found
 
 from .conftest import ARTIFACTS, ROOT, serve
 
@@ -138,6 +139,30 @@ def test_search_finds_the_page(context, base_url, query, expected):
     )
     targets = {urlparse(link).path.lstrip("./").split("#")[0] for link in links}
     assert expected in targets, links
+
+
+def test_search_box_counts_the_pages_the_index_test_finds(context, base_url, site):
+    """A name from code typed into the search box: the theme finds as many pages as
+    tests/site_search.py works out from the index (tests/test_site_search.py holds that
+    these are every page showing the name), and lists only those."""
+    index = json.loads((site / "search" / "search_index.json").read_text("utf-8"))
+    expected = pages_found(index, "reshard")
+    assert len(expected) >= 10
+    page, _ = visit(context, base_url)
+    page.locator("input.md-search__input").press_sequentially("reshard", delay=20)
+    meta = page.locator(".md-search-result__meta")
+    # The count replaces "Type to start searching" once the worker has answered.
+    page.wait_for_function(
+        "el => /\\d+ matching/.test(el.textContent)",
+        arg=meta.element_handle(),
+        timeout=15_000,
+    )
+    assert meta.inner_text() == f"{len(expected)} matching documents"
+    links = page.eval_on_selector_all(
+        ".md-search-result__item > a", "els => els.map(e => e.getAttribute('href'))"
+    )
+    shown = {urlparse(link).path.lstrip("./").split("#")[0] for link in links}
+    assert shown and shown <= expected, shown - expected
 
 
 # A guide page, and a notebook page: its cells are the theme's code blocks, with its button.

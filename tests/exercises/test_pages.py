@@ -1,6 +1,9 @@
 """The exercise pages: one per exercise, each showing its starter, its solution and its check."""
 
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -71,3 +74,68 @@ def test_the_navigation_follows_the_reading_order_of_the_pages():
     ]
     positions = [order.index(ex.practises) for ex in EXERCISE_LIST]
     assert positions == sorted(positions)
+
+
+def test_a_guide_page_names_its_exercise_by_the_exercise_page_title():
+    """The link reads "FSDP, every parameter split over data", not the folder name."""
+    titles = {name: page(name).split("\n")[0].removeprefix("# ") for name in EXERCISES}
+    link = re.compile(r"\[([^\]]+)\]\((?:\.\./)*exercises/(\w+)\.md[)#]")
+    linked = []
+    for path in sorted(DOCS.rglob("*.md")):
+        if path.parent.name == "exercises" or "notebooks" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for label, name in link.findall(text):
+            assert " ".join(label.split()) == titles[name], path.relative_to(DOCS)
+            linked.append(name)
+        # ... and says where its grader runs (the exercise pages say how).
+        for item in re.findall(r"^- Practise it: (.*?)\n(?!  )", text, re.M | re.S):
+            assert " ".join(item.split()).endswith(
+                "checked by a grader you run in a clone of the repository."
+            ), path.relative_to(DOCS)
+    assert set(linked) == set(EXERCISES)  # every exercise is practised from its page
+
+
+def test_every_exercise_page_says_the_grader_needs_a_clone():
+    """A reader who opened the page's notebook in Colab learns there that it cannot grade."""
+    for name in EXERCISES:
+        check = page(name).split("## Check your answer\n")[1].split("\n## ")[0]
+        said = " ".join(check.split("```")[0].split())
+        assert said == (
+            "The grader comes with this site's repository, not with this page's notebook: "
+            "run it from the root of a clone ([how](index.md#how-to-do-one))."
+        ), name
+
+
+def test_the_index_says_where_the_grader_runs():
+    """The repository it links is the site's own, the Python the pins need is named, and the
+    grader is not in what the project installs: its wheel holds the build's package only."""
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    index = (DOCS / "exercises" / "index.md").read_text(encoding="utf-8")
+    steps = " ".join(index.split("## How to do one")[1].split("\n## ")[0].split())
+    assert f"clone of [the site's repository]({config['repo_url']})" in steps
+    assert pyproject["project"]["requires-python"] == ">=3.12"
+    assert "Python 3.12 or newer" in steps
+    assert (
+        "snippets"
+        not in pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    )
+
+
+def test_outside_a_clone_the_grader_is_not_found(tmp_path):
+    """What the index says `python -m snippets.exercises.check` prints away from the clone:
+    here the clone's root is taken off the path (this environment installs it, editable)."""
+    root = str(ROOT)
+    run = (
+        "import runpy, sys\n"
+        f"sys.path[:] = [p for p in sys.path if p not in ('', {root!r})]\n"
+        "runpy.run_module('snippets.exercises.check', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode != 0
+    assert "No module named 'snippets'" in proc.stderr
+    index = (DOCS / "exercises" / "index.md").read_text(encoding="utf-8")
+    assert "`No module named 'snippets'`" in index
