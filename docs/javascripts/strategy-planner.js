@@ -90,10 +90,7 @@
     model.optimizer = raw.optimizer;
     model.param_bytes = Number(raw.param_bytes);
     model.remat = raw.remat;
-    if (model.batch % model.microbatches) {
-      throw new CostModelError("a batch of " + model.batch + " does not cut into " +
-        model.microbatches + " microbatches: use a number of microbatches that divides it");
-    }
+    model.kv = model.heads; // the form's models: one key/value head per query head
     var d = model.d_model;
     model.layerMatrices = exact(4 * d * d + 2 * d * model.mlp);
     model.params = exact(model.layers * (model.layerMatrices + 2 * d) + 2 * model.vocab * d + d);
@@ -120,29 +117,42 @@
     return rows;
   }
 
-  function check(model, l) {
+  // planner.reasons: why a layout cannot place the model, each with what to change.
+  function reasons(model, l) {
+    var found = [];
     if (l.stages > 1) {
       if (model.layers % l.stages) {
-        throw new CostModelError(model.layers + " layers do not split into " + l.stages +
-          " stages: use a number of stages that divides the layers");
+        found.push(model.layers + " layers do not split into " + l.stages +
+          " stages: make layers a multiple of " + l.stages);
       }
-      return;
+      if (model.batch % model.microbatches) {
+        found.push("a batch of " + model.batch + " does not cut into " + model.microbatches +
+          " microbatches: use a number of microbatches that divides it");
+      }
+      return found;
     }
     var rows = l.data * l.fsdp;
     if (model.batch % rows) {
-      throw new CostModelError("a batch of " + model.batch + " does not split over data x " +
-        "fsdp = " + rows + " devices: use a multiple of " + rows);
+      found.push("a batch of " + model.batch + " does not split over data x fsdp = " + rows +
+        " devices: use a multiple of " + rows);
     }
     if (model.d_model % l.fsdp) {
-      throw new CostModelError("d_model " + model.d_model + " does not split " + l.fsdp +
+      found.push("d_model " + model.d_model + " does not split " + l.fsdp +
         " ways (fsdp): use a multiple of " + l.fsdp);
     }
-    ["vocab", "heads", "mlp"].forEach(function (name) {
-      if (model[name] % l.tensor) {
-        throw new CostModelError(name + " " + model[name] + " does not split " + l.tensor +
-          " ways (tensor): use a multiple of " + l.tensor);
-      }
-    });
+    [["vocab", "vocab"], ["heads", "heads"], ["kv", "kv_heads"], ["mlp", "mlp"]].forEach(
+      function (pair) {
+        if (model[pair[0]] % l.tensor) {
+          found.push(pair[1] + " " + model[pair[0]] + " does not split " + l.tensor +
+            " ways (tensor): use a multiple of " + l.tensor);
+        }
+      });
+    return found;
+  }
+
+  function check(model, l) {
+    var found = reasons(model, l);
+    if (found.length) throw new CostModelError(found.join("; "));
   }
 
   // Each parameter array's block on one device (planner.blocks).

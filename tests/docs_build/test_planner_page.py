@@ -270,6 +270,18 @@ def test_sizes_are_written_in_binary_units(n, text):
     assert planner_page.size_text(n) == text
 
 
+def test_microbatches_that_do_not_divide_the_batch_leave_out_the_pipeline_only():
+    found = planner_page.answer({**planner_page.DEFAULTS, "microbatches": 5})
+    assert len(found["rows"]) == len(pl.layouts(8)) - 1
+    assert found["left_out"] == [
+        {
+            "layout": "pipeline",
+            "reason": "a batch of 16 does not cut into 5 microbatches: use a number of "
+            "microbatches that divides it",
+        }
+    ]
+
+
 def test_refused_inputs_get_the_planners_messages():
     for change in planner_page.REFUSED:
         found = planner_page.answer({**planner_page.DEFAULTS, **change})
