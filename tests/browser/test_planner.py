@@ -13,7 +13,7 @@ import pytest
 from docs_build import planner_page
 
 from .conftest import EVERY
-from .test_site import visit
+from .test_site import AXE_OPTIONS, AXE_RUN, scheme_of, visit
 
 PAGE = "tools/strategy-planner/"
 
@@ -251,6 +251,31 @@ def test_a_reader_is_told_what_to_change_beside_the_field(context, base_url):
     )
     page.close()
     assert seen.console_errors == []
+
+
+def test_greyed_rows_and_marked_fields_pass_axe_in_both_schemes(
+    browser, base_url, axe_script
+):
+    """The site's axe run sees the form as it starts; this one sees a table with greyed
+    rows, then a marked field, in the light and the dark scheme."""
+    context = browser.new_context(color_scheme="light")
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.add_script_tag(path=str(axe_script))
+    found = {}
+    for state, field, value in (("greyed", "kv_heads", "2"), ("marked", "heads", "7")):
+        page.fill(f"input[name={field}]", value)
+        assert page.locator("tr.planner-invalid, [aria-invalid=true]").count() > 0
+        for scheme, expected, toggle in (
+            ("light", "default", "__palette_1"),
+            ("dark", "slate", "__palette_0"),
+        ):
+            assert scheme_of(page) == expected
+            found[state, scheme] = page.evaluate(AXE_RUN, AXE_OPTIONS[scheme])
+            page.click(f"label[for='{toggle}']")
+    page.close()
+    context.close()
+    assert seen.console_errors == []
+    assert all(v == [] for v in found.values()), found
 
 
 def test_each_preset_fills_the_form_and_counts_its_parameters(context, base_url):
