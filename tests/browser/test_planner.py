@@ -249,6 +249,20 @@ def test_a_reader_is_told_what_to_change_beside_the_field(context, base_url):
     assert page.locator("[data-error-for=layers]").text_content() == (
         "layers must be a positive integer, not 'six'"
     )
+    # absurd sizes are refused, not rounded: counts a double cannot hold exactly (a
+    # message of the script's own: Python's integers have no such limit)
+    page.fill("input[name=layers]", "32")
+    page.fill("input[name=vocab]", "9" * 17)
+    assert page.locator("[data-error-for=model]").text_content() == (
+        "these sizes give a count beyond 2^53, which the planner cannot compute exactly "
+        "in a browser: use smaller sizes"
+    )
+    assert page.locator("[data-planner=row]").count() == 0
+    page.fill("input[name=vocab]", "32768")
+    page.fill("input[name=devices]", "100000")
+    assert page.locator("[data-error-for=devices]").text_content() == (
+        "devices: the planner lists layouts for up to 65,536 devices"
+    )
     page.close()
     assert seen.console_errors == []
 
