@@ -16,6 +16,10 @@ on the inputs, with its formula in words (`FORMULAS`), for the planner page to s
   under the plan the compiler chose (`Plan`; `plan_of` reads it from a compiled program).
   Checked against the HLO reader's wire bytes.
 
+Inputs no layout could use are refused field by field (`input_problems`, raised as
+`InputError`); a layout that cannot split the model says why and what to change
+(`reasons`), and the other layouts stand.
+
 Both are held to compiled programs (docs_build/planner_grid.json, made by
 `python -m docs_build.planner_grid`) by tests/docs_build/test_planner.py, within `TOLERANCE`.
 
@@ -59,6 +63,69 @@ def _ring(kind: str, n: int, full: float) -> float:
     return hlo.wire_bytes(record)
 
 
+class InputError(CostModelError):
+    """Inputs the planner refuses, before any layout: `problems` maps each field at fault
+    to what to change (the page shows each message beside its field)."""
+
+    def __init__(self, problems: dict[str, str]):
+        super().__init__("; ".join(problems.values()))
+        self.problems = dict(problems)
+
+
+# The model's whole-number fields, in the form's order.
+WHOLE = (
+    "vocab",
+    "d_model",
+    "heads",
+    "kv_heads",
+    "mlp",
+    "layers",
+    "seq",
+    "batch",
+    "microbatches",
+)
+
+
+def _positive_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def input_problems(model) -> dict[str, str]:
+    """Each field of `model` (a Model's fields) that no layout could use, with what to
+    change: a size that is not a positive integer, heads that do not divide d_model (by
+    heads), key/value heads that do not divide the heads (by kv_heads), an unknown
+    optimizer or parameter type. A size that one layout cannot split is that layout's
+    problem (`reasons`), not the model's."""
+    found = {}
+    for name in WHOLE:
+        value = getattr(model, name)
+        if name == "kv_heads" and value is None:
+            continue  # one per query head
+        if not _positive_integer(value):
+            found[name] = f"{name} must be a positive integer, not {value!r}"
+    whole = set(found).isdisjoint  # the sizes a division needs are whole numbers
+    if whole({"d_model", "heads"}) and model.d_model % model.heads:
+        found["heads"] = (
+            f"d_model {model.d_model} does not split into {model.heads} heads: make "
+            f"d_model a multiple of heads"
+        )
+    kv = model.heads if model.kv_heads is None else model.kv_heads
+    if whole({"heads", "kv_heads"}) and model.heads % kv:
+        found["kv_heads"] = (
+            f"{kv} key/value heads do not serve {model.heads} query heads equally: make "
+            f"kv_heads divide heads"
+        )
+    if model.optimizer not in OPTIMIZERS:
+        found["optimizer"] = (
+            f"optimizer must be one of {sorted(OPTIMIZERS)}, not {model.optimizer!r}"
+        )
+    if model.param_bytes not in (BF16, F32):
+        found["param_bytes"] = (
+            f"param_bytes must be 4 (float32) or 2 (bfloat16), not {model.param_bytes!r}"
+        )
+    return found
+
+
 @dataclass(frozen=True)
 class Model:
     """The planner's inputs about the model and its training."""
@@ -79,49 +146,9 @@ class Model:
     tied: bool = False  # the output head is the embedding, transposed
 
     def __post_init__(self):
-        for name in (
-            "vocab",
-            "d_model",
-            "heads",
-            "mlp",
-            "layers",
-            "seq",
-            "batch",
-            "microbatches",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise CostModelError(
-                    f"{name} must be a positive integer, not {value!r}"
-                )
-        if self.d_model % self.heads:
-            raise CostModelError(
-                f"d_model {self.d_model} does not split into {self.heads} heads: make "
-                f"d_model a multiple of heads"
-            )
-        kv = self.kv_heads
-        if kv is not None and (
-            not isinstance(kv, int) or isinstance(kv, bool) or kv < 1
-        ):
-            raise CostModelError(f"kv_heads must be a positive integer, not {kv!r}")
-        if self.heads % self.kv:
-            raise CostModelError(
-                f"{self.kv} key/value heads do not serve {self.heads} query heads "
-                f"equally: make kv_heads divide heads"
-            )
-        if self.optimizer not in OPTIMIZERS:
-            raise CostModelError(
-                f"optimizer must be one of {sorted(OPTIMIZERS)}, not {self.optimizer!r}"
-            )
-        if self.param_bytes not in (BF16, F32):
-            raise CostModelError(
-                f"param_bytes must be 4 (float32) or 2 (bfloat16), not {self.param_bytes}"
-            )
-        if self.batch % self.microbatches:
-            raise CostModelError(
-                f"a batch of {self.batch} does not cut into {self.microbatches} "
-                f"microbatches: use a number of microbatches that divides it"
-            )
+        problems = input_problems(self)
+        if problems:
+            raise InputError(problems)
 
     @classmethod
     def from_config(cls, config, batch: int, **options) -> Model:
@@ -233,32 +260,50 @@ def layouts(devices: int, stages: bool = True) -> list[Layout]:
     return rows
 
 
-def check(model: Model, layout: Layout) -> None:
-    """Refuse a layout whose axes do not divide the model's sizes, saying what to change."""
+def reasons(model: Model, layout: Layout) -> list[str]:
+    """Why `layout` cannot place `model`, each with what to change (none: it can). A
+    pipeline needs layers that split into its stages and a batch that cuts into its
+    microbatches; a mesh needs a batch that splits over data x fsdp, a d_model that splits
+    over fsdp, and a vocabulary, heads, key/value heads and MLP width that split over
+    tensor."""
+    found = []
     if layout.stages > 1:
         if model.layers % layout.stages:
-            raise CostModelError(
-                f"{model.layers} layers do not split into {layout.stages} stages: use a "
-                f"number of stages that divides the layers"
+            found.append(
+                f"{model.layers} layers do not split into {layout.stages} stages: make "
+                f"layers a multiple of {layout.stages}"
             )
-        return
+        if model.batch % model.microbatches:
+            found.append(
+                f"a batch of {model.batch} does not cut into {model.microbatches} "
+                f"microbatches: use a number of microbatches that divides it"
+            )
+        return found
     rows = layout.data * layout.fsdp
     if model.batch % rows:
-        raise CostModelError(
+        found.append(
             f"a batch of {model.batch} does not split over data x fsdp = {rows} devices: "
             f"use a multiple of {rows}"
         )
     if model.d_model % layout.fsdp:
-        raise CostModelError(
+        found.append(
             f"d_model {model.d_model} does not split {layout.fsdp} ways (fsdp): use a "
             f"multiple of {layout.fsdp}"
         )
     for name in ("vocab", "heads", "kv", "mlp"):
         if getattr(model, name) % layout.tensor:
-            raise CostModelError(
+            found.append(
                 f"{'kv_heads' if name == 'kv' else name} {getattr(model, name)} does not "
                 f"split {layout.tensor} ways (tensor): use a multiple of {layout.tensor}"
             )
+    return found
+
+
+def check(model: Model, layout: Layout) -> None:
+    """Refuse a layout that cannot place the model, saying what to change (`reasons`)."""
+    found = reasons(model, layout)
+    if found:
+        raise CostModelError("; ".join(found))
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ docs/javascripts/strategy-planner.js, what `docs_build.planner` computes: per la
 devices, the state and wire bytes per device, whether the state fits, and the formula behind
 each figure. This module gives the page what the script must not type in:
 
-- `data_json`: the cost model's constants (optimizers, tiles, formulas, plans, defaults),
-  written into the page at `<!-- planner: data -->`;
+- `data_json`: the cost model's constants (optimizers, tiles, formulas, plans, defaults,
+  the presets' sizes and sources from snippets/advanced/transformer/presets.py), written
+  into the page at `<!-- planner: data -->`;
 - `PLANS`: the textbook plan and, per compiled target, the plan the grid's programs for the
   transformer page's size carried out (read by `planner.plan_of`);
 - the figures the page states about the grid (`<!-- planner: tolerance -->`,
@@ -18,8 +19,10 @@ each figure. This module gives the page what the script must not type in:
   float32 weights, and figures within the tolerance of the program's), and, for every
   other row, what it is extrapolated from and to; the script builds the same words from
   the same data;
-- `answer(case)`: what the page should show for a case of the form, and `cases()`, the
-  grid the browser tests drive the form through (tests/browser/test_planner.py).
+- `answer(case)`: what the page should show for a case of the form (each field at fault
+  with what to change, or a row per layout: its figures, or, greyed, what to change), and
+  `cases()`, the grid the browser tests drive the form through
+  (tests/browser/test_planner.py).
 """
 
 from __future__ import annotations
@@ -41,8 +44,12 @@ TARGET_NAMES = {
     "v5p:2x2x2": "TPU v5p",
     "h100:1x8": "H100",
 }
-# The form's fields that are whole numbers, in the form's order (Model's names).
-SIZES = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "microbatches")
+# The form's fields that are whole numbers, in the form's order (Model's names), and its
+# model options (checkboxes).
+SIZES = pl.WHOLE
+OPTIONS = ("gated", "tied")
+# The preset menu's entry that fills in nothing.
+CUSTOM = "custom"
 MINIMUM_CASES = 100
 TIMES = "\u00d7"  # the multiplication sign, as the script writes a mesh
 
@@ -105,8 +112,13 @@ def plan_label(name: str) -> str:
 
 
 DEFAULTS = {
-    # the transformer page's TPU size (planner_grid.CONFIGS["page"]) on 8 devices
+    "preset": CUSTOM,
+    # the transformer page's TPU size (planner_grid.CONFIGS["page"]) on 8 devices: one
+    # key/value head per query head, a two-matrix MLP, an own output head
     **grid.CONFIGS[PLAN_CONFIG][0],
+    "kv_heads": grid.CONFIGS[PLAN_CONFIG][0]["heads"],
+    "gated": False,
+    "tied": False,
     "batch": grid.CONFIGS[PLAN_CONFIG][1],
     "remat": True,
     "optimizer": "adamw",
@@ -120,7 +132,19 @@ DEFAULTS = {
 
 
 # The model's fields that make a compiled size (microbatches only shape the pipeline).
-SIZE_FIELDS = ("vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "remat")
+SIZE_FIELDS = (
+    "vocab",
+    "d_model",
+    "heads",
+    "kv_heads",
+    "mlp",
+    "layers",
+    "seq",
+    "batch",
+    "remat",
+    "gated",
+    "tied",
+)
 # What a row's "figures" cell says; the script fills the same templates (str.format's
 # {name}, which it replaces with the same values).
 LABELS = {
@@ -154,13 +178,15 @@ def target_label(target: str) -> str:
     )
 
 
-def _options(config: dict) -> tuple:
-    """A compiled size's options the form cannot give: kv_heads, gated, tied."""
-    return (
-        config.get("kv_heads") not in (None, config["heads"]),
-        config.get("gated", False),
-        config.get("tied", False),
-    )
+def size_of(config: dict) -> dict:
+    """A size (a grid configuration's fields and batch) as the form gives it: kv_heads as a
+    number (one per query head when the configuration names none), gated and tied as yes
+    or no (a field it does not name, such as remat, is left out)."""
+    return {
+        **{k: config[k] for k in SIZE_FIELDS if k in config},
+        "kv_heads": config.get("kv_heads") or config["heads"],
+        **{k: config.get(k, False) for k in OPTIONS},
+    }
 
 
 @cache
@@ -172,10 +198,8 @@ def coverage() -> dict:
     tensor, target, held]: held when the row's figures under the target's offered plan
     and state formula are within planner.TOLERANCE of the program's own."""
     data = compiled()
-    # the form's models only: one key/value head per query head, a two-matrix MLP, its
-    # own head (a size compiled with other options checks none of the form's rows)
-    names = [c for c in data["configs"] if not any(_options(data["configs"][c]))]
-    sizes = [{k: data["configs"][c][k] for k in SIZE_FIELDS} for c in names]
+    names = list(data["configs"])
+    sizes = [size_of(data["configs"][c]) for c in names]
     plan_of = plans()
     listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
     programs = []
@@ -252,31 +276,86 @@ def basis(case: dict, layout: pl.Layout) -> tuple[bool, str]:
 
 
 def model_of(case: dict) -> pl.Model:
-    fields = (*SIZES, "optimizer", "param_bytes", "remat")
+    fields = (*SIZES, *OPTIONS, "optimizer", "param_bytes", "remat")
     return pl.Model(**{k: case[k] for k in fields})
 
 
-def answer(case: dict) -> dict:
-    """What the page shows for a case of its form: the rows (each layout that divides the
-    model), the layouts left out with check()'s reason, or the error the inputs raise."""
+def presets() -> dict:
+    """The preset menu: each published model's sizes as the form's fields, where they come
+    from, and its published parameter count (snippets/advanced/transformer/presets.py)."""
+    from snippets.advanced.transformer.presets import PRESETS
+
+    return {
+        name: {
+            "fields": {
+                **{k: getattr(p.config, k) for k in SIZES if hasattr(p.config, k)},
+                "kv_heads": p.config.kv,
+                **{k: getattr(p.config, k) for k in OPTIONS},
+            },
+            "config_source": p.config_source,
+            "published": p.published,
+            "published_source": p.published_source,
+        }
+        for name, p in PRESETS.items()
+    }
+
+
+def problems(case: dict) -> dict[str, str]:
+    """Each field of the form no layout could use, with what to change (planner's
+    messages; an unknown preset gets the presets module's)."""
+    from snippets.advanced.transformer.presets import preset
+
+    found = {}
+    if case["preset"] != CUSTOM:
+        try:
+            preset(case["preset"])
+        except ValueError as err:
+            found["preset"] = str(err)
     try:
-        model = model_of(case)
-        table = pl.plan_table(
+        model_of(case)
+    except pl.InputError as err:
+        found |= err.problems
+    devices, memory = case["devices"], case["memory"]
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        found["devices"] = f"devices must be a positive integer, not {devices!r}"
+    if isinstance(memory, bool) or not isinstance(memory, int | float) or memory <= 0:
+        found["memory"] = (
+            f"memory per device must be a positive number of GiB, not {memory!r}"
+        )
+    return found
+
+
+def answer(case: dict) -> dict:
+    """What the page shows for a case of its form: each field at fault with what to change,
+    or a row for every layout of the devices: its figures, or, where the layout cannot
+    split the model, why and what to change (the row greyed, the others standing)."""
+    found = problems(case)
+    if found:
+        return {"errors": found}
+    model = model_of(case)
+    table = iter(
+        pl.plan_table(
             model,
             case["devices"],
             case["memory"] * GIB,
             plans()[case["plan"]],
             case["backend"],
         )
-    except pl.CostModelError as err:
-        return {"error": str(err)}
+    )
     rows = []
-    for r in table:
-        checked, text = basis(case, r.layout)
+    for layout in pl.layouts(case["devices"]):
+        row = {"layout": layout.name, "mesh": [*layout.mesh, layout.stages]}
+        why = pl.reasons(model, layout)
+        if why:
+            rows.append({**row, "valid": False, "reason": "; ".join(why)})
+            continue
+        r = next(table)
+        assert r.layout == layout  # plan_table keeps the layouts that divide, in order
+        checked, text = basis(case, layout)
         rows.append(
             {
-                "layout": r.layout.name,
-                "mesh": [*r.layout.mesh, r.layout.stages],
+                **row,
+                "valid": True,
                 "state": r.state,
                 "wire": r.wire,
                 "terms": r.terms,
@@ -285,15 +364,7 @@ def answer(case: dict) -> dict:
                 "basis": text,
             }
         )
-    kept = {(*r.layout.mesh, r.layout.stages) for r in table}
-    left_out = []
-    for layout in pl.layouts(case["devices"]):
-        if (*layout.mesh, layout.stages) not in kept:
-            try:
-                pl.check(model, layout)
-            except pl.CostModelError as err:
-                left_out.append({"layout": layout.name, "reason": str(err)})
-    return {"rows": rows, "left_out": left_out}
+    return {"rows": rows}
 
 
 def size_text(n: float) -> str:
@@ -320,30 +391,32 @@ def mesh_text(mesh: list[int]) -> str:
     return f"{s} stages" if s > 1 else f"{a} {TIMES} {f} {TIMES} {t}"
 
 
-# The static examples: the form's defaults, and a larger model on more devices.
-EXAMPLES = (
-    DEFAULTS,
-    {
-        **DEFAULTS,
-        "vocab": 32768,
-        "d_model": 4096,
-        "heads": 32,
-        "mlp": 16384,
-        "layers": 32,
-        "seq": 4096,
-        "batch": 256,
-        "devices": 64,
-        "memory": 16,
-        "backend": "tpu",
-        "plan": "v5p:2x2x2",
-    },
-)
+# The static examples: the form's defaults, and a preset's model on more devices.
+EXAMPLE_PRESET = "Llama-3-8B"
+
+
+@cache
+def examples() -> tuple[dict, ...]:
+    return (
+        DEFAULTS,
+        {
+            **DEFAULTS,
+            "preset": EXAMPLE_PRESET,
+            **presets()[EXAMPLE_PRESET]["fields"],
+            "batch": 256,
+            "devices": 64,
+            "memory": 16,
+            "backend": "tpu",
+            "plan": "v5p:2x2x2",
+        },
+    )
 
 
 def example_title(case: dict) -> str:
     model = model_of(case)
+    name = "" if case["preset"] == CUSTOM else f"{case['preset']}: "
     return (
-        f"{model.params / 1e6:,.0f} M parameters ({case['layers']} layers, d_model "
+        f"{name}{model.params / 1e6:,.0f} M parameters ({case['layers']} layers, d_model "
         f"{case['d_model']}), {case['optimizer']}, float32; {case['devices']} devices of "
         f"{case['memory']} GiB; {'TPU' if case['backend'] == 'tpu' else 'CPU'} formula, "
         f"plan {plan_label(case['plan'])}"
@@ -360,12 +433,16 @@ def examples_table(case: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in found["rows"]:
+        if not r["valid"]:
+            lines.append(
+                f"| {r['layout']} | {mesh_text(r['mesh'])} | | | | "
+                f"cannot split this model: {r['reason']} |"
+            )
+            continue
         lines.append(
             f"| {r['layout']} | {mesh_text(r['mesh'])} | {size_text(r['state'])} | "
             f"{'yes' if r['fits'] else 'no'} | {size_text(r['wire'])} | {r['basis']} |"
         )
-    for r in found["left_out"]:
-        lines.append(f"| {r['layout']} | left out: {r['reason']} | | | | |")
     return "\n".join(lines)
 
 
@@ -380,9 +457,12 @@ def gaps() -> dict[str, float]:
     return largest
 
 
-# What the form's models are, for the plan's per-model counts (one key/value head per query
-# head, a two-matrix MLP, an own head).
+# A model of each MLP the form offers, for what a plan says in words (its departures from
+# the textbook name the MLP's matrices; nothing else about the model changes them).
 FORM_MODEL = pl.Model(vocab=8, d_model=8, heads=1, mlp=8, layers=1, seq=1, batch=1)
+GATED_MODEL = pl.Model(
+    vocab=8, d_model=8, heads=1, mlp=8, layers=1, seq=1, batch=1, gated=True
+)
 
 
 def data_json() -> str:
@@ -397,26 +477,37 @@ def data_json() -> str:
             "second": pl.TPU_SECOND,
             "scalar": pl.TPU_SCALAR,
         },
-        "matrices": pl.MATRICES,
+        # per MLP: each block's matrices and the head as the gradient sums see them, and
+        # the sums over tensor of a block's input gradients where a plan names none
+        "mlps": {
+            kind: {"matrices": pl.matrices(m), "input_sums": pl.input_sums(m)}
+            for kind, m in (("plain", FORM_MODEL), ("gated", GATED_MODEL))
+        },
         "formulas": pl.FORMULAS,
         "plans": {
             name: {
                 "gather": p.gather,
                 "gradients": p.gradients,
                 "activations": p.activations,
-                "scatter": pl.MATRICES if p.scatter is None else p.scatter,
-                "input_sums": pl.input_sums(FORM_MODEL, p),
+                "scatter": p.scatter,  # null: every matrix the model has
+                "input_sums": p.input_sums,  # null: one per matrix group
                 "embedding_scatter": p.embedding_scatter,
                 "regather": p.regather,
                 "head_gather": p.head_gather,
                 "block_sum": p.block_sum,
+                "head_apart": p.head_apart,
                 "label": plan_label(name),
-                "departures": p.departures(),
+                "departures": {
+                    "plain": p.departures(FORM_MODEL),
+                    "gated": p.departures(GATED_MODEL),
+                },
             }
             for name, p in plans().items()
         },
         "gib": GIB,
         "defaults": DEFAULTS,
+        "custom": CUSTOM,
+        "presets": presets(),
     }
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
     return text.replace("<", "\\u003c")
@@ -429,7 +520,7 @@ def fill(markdown: str) -> str:
     largest = gaps()
     values = {
         "data": f'<script type="application/json" id="planner-data">{data_json()}</script>',
-        "examples": "\n\n".join(examples_table(c) for c in EXAMPLES),
+        "examples": "\n\n".join(examples_table(c) for c in examples()),
         "tolerance": f"{pl.TOLERANCE:.0%}",
         "programs": str(len(compiled()["entries"])),
         "largest state": f"{largest['state']:.2%}",
@@ -442,37 +533,57 @@ def fill(markdown: str) -> str:
 
 # ----------------------------------------------------------------- the browser tests' grid
 
-# The compiled sizes the form can give (not those with options it lacks: kv_heads, gated,
-# tied), first, then sizes of every scale.
+# The compiled sizes (the form gives them all, Llama-style options included), first, then
+# sizes of every scale, then the presets' models.
 FORM_SIZES = [
-    {**fields, "batch": batch}
-    for fields, batch in grid.CONFIGS.values()
-    if not any(_options({"heads": fields["heads"], **fields}))
+    size_of({**fields, "batch": batch}) for fields, batch in grid.CONFIGS.values()
 ]
 SIZE_CHOICES = [
     *FORM_SIZES,
-    dict(
-        vocab=32000,
-        d_model=4096,
-        heads=32,
-        mlp=11008,
-        layers=32,
-        seq=4096,
-        batch=512,
-        remat=True,
+    *(
+        size_of(
+            dict(
+                vocab=32000,
+                d_model=4096,
+                heads=32,
+                mlp=11008,
+                layers=32,
+                seq=4096,
+                batch=512,
+                remat=True,
+            )
+        ),
+        size_of(
+            dict(
+                vocab=50304,
+                d_model=1536,
+                heads=12,
+                kv_heads=4,
+                mlp=6144,
+                layers=24,
+                seq=2048,
+                batch=96,
+                remat=False,
+                gated=True,
+            )
+        ),
+        size_of(
+            dict(
+                vocab=100,
+                d_model=12,
+                heads=3,
+                kv_heads=1,
+                mlp=20,
+                layers=6,
+                seq=7,
+                batch=36,
+                remat=True,
+                tied=True,
+            )
+        ),
     ),
-    dict(
-        vocab=50304,
-        d_model=1536,
-        heads=12,
-        mlp=6144,
-        layers=24,
-        seq=2048,
-        batch=96,
-        remat=False,
-    ),
-    dict(vocab=100, d_model=12, heads=3, mlp=20, layers=6, seq=7, batch=36, remat=True),
 ]
+PRESET_BATCH = 512  # the batch the browser tests give each preset's model
 DEVICE_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256)
 # Sizes drawn freely (with device counts that have factors 3 and 5, whose ring shares
 # (n-1)/n are not exact in binary): among them, rows where Python's sum() of the wire terms
@@ -491,27 +602,48 @@ DRAWN_CHOICES = {
     "microbatches": (1, 2, 4),
     "memory": (0.25, 2, 16),
 }
-# Inputs the planner refuses: each case's error is Model's or plan_table's message.
+# Inputs no layout could use: each case's errors are Model's messages, field by field, or
+# answer()'s for the devices and the memory.
 REFUSED = (
     {"d_model": 30, "heads": 4},
-    {"microbatches": 5},
     {"layers": 0},
     {"memory": 0},
+    {"devices": 0},
+    {"kv_heads": 3},
+    {"heads": 2.5, "vocab": -5, "seq": "six"},
+)
+# Inputs that some layouts of the form's 8 devices cannot split: those rows are greyed with
+# what to change, the others keep their figures (on 6 devices, none of the page's size).
+GREYED = (
+    {"microbatches": 5},
+    {"layers": 6},
+    {"kv_heads": 2},
+    {"mlp": 4100},
+    {"vocab": 32770},
+    {"batch": 12, "microbatches": 4},
+    {"d_model": 1020, "heads": 6, "kv_heads": 6},
+    {"kv_heads": 1, "gated": True, "tied": True, "batch": 24},
+    {"devices": 6},
 )
 
 
 def cases() -> list[dict]:
     """The form's inputs for the browser tests, drawn with a fixed seed: every size of a
-    list with device counts from 1 to 256, each compiled size as the grid compiled it,
-    DRAWN cases of sizes drawn freely, each with an optimizer, parameter type, backend and
-    plan, and the refused inputs."""
+    list and every preset with device counts from 1 to 256, each compiled size as the grid
+    compiled it, DRAWN cases of sizes drawn freely (grouped-query attention, gated MLPs
+    and tied heads among them), each with an optimizer, parameter type, backend and plan,
+    the refused inputs and the inputs some layouts cannot split."""
     rng = random.Random(0)
     found = []
-    for sizes in SIZE_CHOICES:
+    chosen = [(CUSTOM, sizes) for sizes in SIZE_CHOICES] + [
+        (name, {**p["fields"], "batch": PRESET_BATCH}) for name, p in presets().items()
+    ]
+    for preset, sizes in chosen:
         for devices in DEVICE_CHOICES:
             found.append(
                 {
                     **DEFAULTS,
+                    "preset": preset,
                     **sizes,
                     "devices": devices,
                     "optimizer": rng.choice(sorted(pl.OPTIMIZERS)),
@@ -523,7 +655,7 @@ def cases() -> list[dict]:
                 }
             )
     # each compiled size on its 8 devices with each target's plan and state formula: the
-    # rows a program checks, and the v5e FSDP rows its plan misses
+    # rows a program checks, and those its target's plan (read at the page's size) misses
     for sizes in FORM_SIZES:
         for target in compiled()["targets"]:
             found.append(
@@ -539,10 +671,16 @@ def cases() -> list[dict]:
         case = {**DEFAULTS}
         for field, options in DRAWN_CHOICES.items():
             case[field] = rng.choice(options)
+        heads = WIDTHS[case["d_model"]]
         found.append(
             case
             | {
-                "heads": WIDTHS[case["d_model"]],
+                "heads": heads,
+                "kv_heads": rng.choice(
+                    [k for k in range(1, heads + 1) if heads % k == 0]
+                ),
+                "gated": rng.choice((True, False)),
+                "tied": rng.choice((True, False)),
                 "remat": rng.choice((True, False)),
                 "optimizer": rng.choice(sorted(pl.OPTIMIZERS)),
                 "param_bytes": rng.choice((4, 2)),
@@ -550,7 +688,7 @@ def cases() -> list[dict]:
                 "plan": rng.choice(sorted(plans())),
             }
         )
-    for change in REFUSED:
+    for change in (*REFUSED, *GREYED):
         found.append({**DEFAULTS, **change})
     return found
 
@@ -558,12 +696,12 @@ def cases() -> list[dict]:
 def main() -> int:
     found = [answer(c) for c in cases()]
     print(
-        f"{len(found)} cases, {sum('error' in a for a in found)} refused, "
+        f"{len(found)} cases, {sum('errors' in a for a in found)} refused, "
         f"{sum(len(a.get('rows', [])) for a in found)} rows"
     )
     print({k: str(p) for k, p in plans().items()})
     print(gaps())
-    for c in EXAMPLES:
+    for c in examples():
         print(examples_table(c), end="\n\n")
     return 0
 

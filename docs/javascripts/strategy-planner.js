@@ -1,18 +1,23 @@
 /* The strategy planner (docs/tools/strategy-planner.md): for a transformer, a device count
  * and the memory of a device, every layout of the devices with its state and wire bytes per
- * device and the formula behind each. Plain JavaScript, no dependencies, nothing fetched.
+ * device and the formula behind each, or, greyed, what to change for it to split the
+ * model; a field no layout could use says beside it what to change. Plain JavaScript, no
+ * dependencies, nothing fetched.
  *
  * The arithmetic is docs_build/planner.py's, operation for operation, so that the page
  * shows the same numbers to the byte; the constants (optimizers, tiles, formulas, the
- * compiled plans) come from Python, written into the page by the build as JSON
- * (#planner-data). tests/browser/test_planner.py drives the form through a grid of inputs
- * and compares every figure with Python's.
+ * compiled plans, the presets' sizes) come from Python, written into the page by the build
+ * as JSON (#planner-data). tests/browser/test_planner.py drives the form through a grid of
+ * inputs and compares every figure, greyed row and message with Python's.
  */
 (function () {
   "use strict";
 
   var DATA;
-  var SIZES = ["vocab", "d_model", "heads", "mlp", "layers", "seq", "batch", "microbatches"];
+  // The model's whole-number fields (planner.WHOLE) and its yes/no options.
+  var SIZES = ["vocab", "d_model", "heads", "kv_heads", "mlp", "layers", "seq", "batch",
+    "microbatches"];
+  var OPTIONS = ["gated", "tied"];
   var MAX_DEVICES = 65536;
 
   function CostModelError(message) {
@@ -62,7 +67,14 @@
   function repr(text) {
     if (/^-?\d+$/.test(text)) return String(Number(text));
     if (text.trim() !== "" && isFinite(Number(text))) return String(Number(text));
-    return "'" + text + "'";
+    return pystr(text);
+  }
+
+  // Python's repr of a string (the quotes it picks; backslashes doubled).
+  function pystr(text) {
+    var body = text.replace(/\\/g, "\\\\");
+    if (text.indexOf("'") >= 0 && text.indexOf('"') < 0) return '"' + body + '"';
+    return "'" + body.replace(/'/g, "\\'") + "'";
   }
 
   // ------------------------------------------------------------ the cost model
@@ -73,31 +85,52 @@
     return (n - 1) * full / n; // all-gather, reduce-scatter
   }
 
+  function wholeNumber(text) {
+    return /^\s*\d+\s*$/.test(text) && Number(text) >= 1;
+  }
+
+  // planner.input_problems: each field no layout could use, with what to change; and,
+  // where there is none, the model (planner.Model's counts).
   function makeModel(raw) {
-    var model = {};
+    var problems = {}, model = {};
     SIZES.forEach(function (name) {
       var text = raw[name];
-      var value = Number(text);
-      if (!/^\s*\d+\s*$/.test(text) || value < 1) {
-        throw new CostModelError(name + " must be a positive integer, not " + repr(text));
+      if (!wholeNumber(text)) {
+        problems[name] = name + " must be a positive integer, not " + repr(text);
+      } else {
+        model[name] = Number(text);
       }
-      model[name] = exact(value);
     });
-    if (model.d_model % model.heads) {
-      throw new CostModelError("d_model " + model.d_model + " does not split into " +
-        model.heads + " heads: make d_model a multiple of heads");
+    var whole = function (names) {
+      return names.every(function (n) { return model[n] !== undefined; });
+    };
+    if (whole(["d_model", "heads"]) && model.d_model % model.heads) {
+      problems.heads = "d_model " + model.d_model + " does not split into " + model.heads +
+        " heads: make d_model a multiple of heads";
     }
+    if (whole(["heads", "kv_heads"]) && model.heads % model.kv_heads) {
+      problems.kv_heads = model.kv_heads + " key/value heads do not serve " + model.heads +
+        " query heads equally: make kv_heads divide heads";
+    }
+    if (Object.keys(problems).length) return { problems: problems };
+    SIZES.forEach(function (name) { exact(model[name]); });
     model.optimizer = raw.optimizer;
     model.param_bytes = Number(raw.param_bytes);
     model.remat = raw.remat;
-    if (model.batch % model.microbatches) {
-      throw new CostModelError("a batch of " + model.batch + " does not cut into " +
-        model.microbatches + " microbatches: use a number of microbatches that divides it");
-    }
-    var d = model.d_model;
-    model.layerMatrices = exact(4 * d * d + 2 * d * model.mlp);
-    model.params = exact(model.layers * (model.layerMatrices + 2 * d) + 2 * model.vocab * d + d);
-    return model;
+    model.gated = raw.gated;
+    model.tied = raw.tied;
+    model.kv = model.kv_heads;
+    var d = model.d_model, k = idiv(d, model.heads);
+    model.headDim = k;
+    var mlp = DATA.mlps[model.gated ? "gated" : "plain"];
+    model.matrices = mlp.matrices;
+    model.inputSums = mlp.input_sums;
+    // planner.Model.layer_matrices, .embeddings, .params
+    var attention = exact(2 * d * d + exact(2 * d * model.kv * k));
+    model.layerMatrices = exact(attention + exact((model.gated ? 3 : 2) * d * model.mlp));
+    model.embeddings = exact((model.tied ? 1 : 2) * model.vocab * d);
+    model.params = exact(model.layers * (model.layerMatrices + 2 * d) + model.embeddings + d);
+    return { model: model };
   }
 
   function layout(name, data, fsdp, tensor, stages) {
@@ -120,39 +153,56 @@
     return rows;
   }
 
-  function check(model, l) {
+  // planner.reasons: why a layout cannot place the model, each with what to change.
+  function reasons(model, l) {
+    var found = [];
     if (l.stages > 1) {
       if (model.layers % l.stages) {
-        throw new CostModelError(model.layers + " layers do not split into " + l.stages +
-          " stages: use a number of stages that divides the layers");
+        found.push(model.layers + " layers do not split into " + l.stages +
+          " stages: make layers a multiple of " + l.stages);
       }
-      return;
+      if (model.batch % model.microbatches) {
+        found.push("a batch of " + model.batch + " does not cut into " + model.microbatches +
+          " microbatches: use a number of microbatches that divides it");
+      }
+      return found;
     }
     var rows = l.data * l.fsdp;
     if (model.batch % rows) {
-      throw new CostModelError("a batch of " + model.batch + " does not split over data x " +
-        "fsdp = " + rows + " devices: use a multiple of " + rows);
+      found.push("a batch of " + model.batch + " does not split over data x fsdp = " + rows +
+        " devices: use a multiple of " + rows);
     }
     if (model.d_model % l.fsdp) {
-      throw new CostModelError("d_model " + model.d_model + " does not split " + l.fsdp +
+      found.push("d_model " + model.d_model + " does not split " + l.fsdp +
         " ways (fsdp): use a multiple of " + l.fsdp);
     }
-    ["vocab", "heads", "mlp"].forEach(function (name) {
-      if (model[name] % l.tensor) {
-        throw new CostModelError(name + " " + model[name] + " does not split " + l.tensor +
-          " ways (tensor): use a multiple of " + l.tensor);
-      }
-    });
+    [["vocab", "vocab"], ["heads", "heads"], ["kv", "kv_heads"], ["mlp", "mlp"]].forEach(
+      function (pair) {
+        if (model[pair[0]] % l.tensor) {
+          found.push(pair[1] + " " + model[pair[0]] + " does not split " + l.tensor +
+            " ways (tensor): use a multiple of " + l.tensor);
+        }
+      });
+    return found;
+  }
+
+  function check(model, l) {
+    var found = reasons(model, l);
+    if (found.length) throw new CostModelError(found.join("; "));
   }
 
   // Each parameter array's block on one device (planner.blocks).
   function blocks(model, l) {
     var d = model.d_model, v = model.vocab, h = model.heads, m = model.mlp;
-    var L = model.layers, f = l.fsdp, t = l.tensor, k = d / h;
-    return [
-      [v / t, d / f], [L, d / f], [L, 3, d / f, h / t, k], [L, h / t, k, d / f],
-      [L, d / f], [L, d / f, m / t], [L, m / t, d / f], [d / f], [d / f, v / t]
+    var L = model.layers, f = l.fsdp, t = l.tensor, k = model.headDim, g = model.kv;
+    var found = [
+      [v / t, d / f], [L, d / f], [L, d / f, h / t, k], [L, 2, d / f, g / t, k],
+      [L, h / t, k, d / f], [L, d / f]
     ];
+    if (model.gated) found.push([L, d / f, m / t]);
+    found.push([L, d / f, m / t], [L, m / t, d / f], [d / f]);
+    if (!model.tied) found.push([d / f, v / t]);
+    return found;
   }
 
   // Elements a TPU stores for an array of `shape` (planner.tiled).
@@ -196,7 +246,7 @@
         DATA.int32 * model.batch * (model.seq + 1));
     }
     var f = l.fsdp, t = l.tensor;
-    var splitBoth = exact(model.layers * model.layerMatrices + 2 * model.vocab * d);
+    var splitBoth = exact(model.layers * model.layerMatrices + model.embeddings);
     var heldBoth = idiv(splitBoth, f * t) + idiv((2 * model.layers + 1) * d, f);
     var tokensBoth = idiv(model.batch, l.data * f) * (model.seq + 1);
     return exact(heldBoth * copies + DATA.int32 * scalars + DATA.int32 * tokensBoth);
@@ -221,20 +271,24 @@
     var a = l.data, f = l.fsdp, t = l.tensor;
     var remat = model.remat ? 1 : 0;
     var matrices = model.layerMatrices / t;
-    // q or out: d^2; k and v: 2 d^2 (one key/value head per query head, as the form's
-    // models have); the MLP's matrices; the head (planner._matrix_sizes)
-    var size = { "q or out": exact(d * d) / t, kv: exact(2 * d * d) / t,
+    var head = model.tied ? 0 : 1; // a tied head is the gathered embedding itself
+    // each matrix's gradient on one device before the sum (planner._matrix_sizes)
+    var size = { "q or out": exact(d * d) / t, kv: exact(2 * d * model.kv * model.headDim) / t,
       mlp: exact(d * model.mlp) / t, head: exact(d * v) / t };
     // the backward pass's gathers (with remat): the regathered matrices in float32
-    var regathered = plan.gather * matrices;
-    plan.regather.forEach(function (name) { regathered += (F32 - plan.gather) * size[name]; });
+    var regathered = plan.gather * matrices + pysum(plan.regather.map(function (name) {
+      return (F32 - plan.gather) * size[name];
+    }));
     var headWidth = plan.head_gather === null ? plan.gather : plan.head_gather;
     var gathers = layers * ring("all-gather", f, plan.gather * matrices + F32 * 2 * d) +
       remat * layers * ring("all-gather", f, regathered + F32 * 2 * d) +
-      ring("all-gather", f, exact(F32 * v * d) / t + exact(headWidth * d * v) / t + F32 * d);
-    var scattered = plan.scatter.slice();
+      ring("all-gather", f, exact(F32 * v * d) / t + exact(head * headWidth * d * v) / t +
+        F32 * d);
+    // planner.Plan.scattered: the plan's list, or every matrix the model has
+    var scattered = (plan.scatter === null ? model.matrices : plan.scatter).slice();
     var summed = 0;
-    DATA.matrices.forEach(function (name) {
+    model.matrices.forEach(function (name) {
+      if (name === "head" && model.tied && !plan.head_apart) return; // with the embedding's
       var at = scattered.indexOf(name);
       if (at >= 0) scattered.splice(at, 1);
       var times = name === "head" ? 1 : layers;
@@ -246,7 +300,8 @@
     var tokens = model.batch / (a * f) * model.seq;
     var block = tokens * d;
     function sums(width) { return ring("all-reduce", t, width * block); }
-    var perBlock = 1 + plan.input_sums + remat; // planner.input_sums
+    var inputSums = plan.input_sums === null ? model.inputSums : plan.input_sums;
+    var perBlock = 1 + inputSums + remat; // planner.input_sums
     var activations = layers * (sums(plan.block_sum) + perBlock * sums(plan.activations)) +
       sums(F32) + sums(plan.activations) + 3 * ring("all-reduce", t, F32 * tokens);
     return [
@@ -304,37 +359,27 @@
     })];
   }
 
-  // planner.plan_table, and the layouts it leaves out with check()'s reason; each row
-  // with planner_page.basis.
+  // planner_page.answer: a row for every layout of the devices: its figures (planner's
+  // plan_table, with planner_page.basis), or why it cannot split the model (planner.reasons).
   function planTable(c) {
-    var model = c.model, devices = c.devices, memory = c.memory, plan = c.plan;
-    var backend = c.backend;
-    if (!(memory > 0)) {
-      throw new CostModelError("memory per device must be positive, not " + memory);
-    }
-    var rows = [], leftOut = [];
-    layouts(devices).forEach(function (l) {
-      var state;
-      try {
-        state = stateBytes(model, l, backend);
-      } catch (err) {
-        if (!(err instanceof CostModelError)) throw err;
-        leftOut.push({ layout: l, reason: err.message });
-        return;
-      }
+    var model = c.model, memory = c.memory, plan = c.plan, backend = c.backend;
+    return layouts(c.devices).map(function (l) {
+      var why = reasons(model, l);
+      if (why.length) return { layout: l, valid: false, reason: why.join("; ") };
+      var state = stateBytes(model, l, backend);
       var terms = wireTerms(model, l, plan);
       var found = basis(c, l);
-      rows.push({
+      return {
         layout: l,
+        valid: true,
         state: state,
         wire: pysum(terms.map(function (x) { return x[1]; })),
         terms: terms,
         fits: state <= memory,
         checked: found[0],
         basis: found[1]
-      });
+      };
     });
-    return { rows: rows, leftOut: leftOut };
   }
 
   // ------------------------------------------------------------ what the page shows
@@ -369,11 +414,18 @@
     return node;
   }
 
+  // The form's fields by what they are: the preset menu fills in MODEL_FIELDS.
+  var MODEL_FIELDS = ["vocab", "d_model", "heads", "kv_heads", "mlp", "layers", "seq",
+    "gated", "tied"];
+
   function Planner(root) {
     this.root = root;
     this.form = root.querySelector("form");
     this.summary = root.querySelector("[data-planner=summary]");
     this.out = root.querySelector("[data-planner=answer]");
+    this.source = root.querySelector("[data-planner=preset-source]");
+    this.count = root.querySelector("[data-planner=params]");
+    this.badPreset = null;
     var self = this;
     var f = this.form.elements;
     Object.keys(DATA.optimizers).sort().forEach(function (name) {
@@ -382,47 +434,113 @@
     Object.keys(DATA.plans).forEach(function (name) {
       f.plan.appendChild(element("option", { value: name }, DATA.plans[name].label));
     });
-    Object.keys(DATA.defaults).forEach(function (name) {
-      var field = f[name];
-      if (!field) return;
-      if (field.type === "checkbox") field.checked = DATA.defaults[name];
-      else field.value = String(DATA.defaults[name]);
+    f.preset.appendChild(element("option", { value: DATA.custom }, "custom: your own sizes"));
+    Object.keys(DATA.presets).forEach(function (name) {
+      f.preset.appendChild(element("option", { value: name }, name));
     });
-    this.form.addEventListener("input", function () { self.show(); });
-    this.form.addEventListener("change", function () { self.show(); });
+    // each field beside the message that says what to change in it
+    this.errors = {};
+    Array.prototype.forEach.call(this.form.querySelectorAll("label"), function (label) {
+      var field = label.querySelector("input, select");
+      var box = element("div", { class: "planner-field" });
+      label.parentNode.insertBefore(box, label);
+      box.appendChild(label);
+      var id = "planner-error-" + field.name;
+      var message = element("span", { class: "planner-field-error", id: id,
+        "data-error-for": field.name, "aria-live": "polite" });
+      box.appendChild(message);
+      field.setAttribute("aria-describedby", id);
+      self.errors[field.name] = message;
+    });
+    // what no one field is at fault for: sizes whose counts pass 2^53
+    this.errors.model = element("p", { class: "planner-field-error",
+      "data-error-for": "model", "aria-live": "polite" });
+    this.form.querySelector("fieldset").appendChild(this.errors.model);
+    Object.keys(DATA.defaults).forEach(function (name) { self.set(name, DATA.defaults[name]); });
+    // ?preset=NAME: start from a preset's model
+    var asked = new URLSearchParams(window.location.search).get("preset");
+    if (asked !== null) {
+      if (Object.prototype.hasOwnProperty.call(DATA.presets, asked)) this.fill(asked);
+      else this.badPreset = asked;
+    }
+    this.form.addEventListener("input", function (event) { self.edited(event.target); });
+    this.form.addEventListener("change", function (event) { self.edited(event.target); });
     this.form.addEventListener("submit", function (event) { event.preventDefault(); });
     this.show();
   }
 
+  Planner.prototype.set = function (name, value) {
+    var field = this.form.elements[name];
+    if (!field) return;
+    if (field.type === "checkbox") field.checked = value;
+    else field.value = String(value);
+  };
+
+  // The preset menu fills in its model's fields; a model field changed away from the
+  // preset's value makes the menu say "custom".
+  Planner.prototype.fill = function (name) {
+    var self = this;
+    this.form.elements.preset.value = name;
+    var fields = DATA.presets[name].fields;
+    MODEL_FIELDS.forEach(function (k) { self.set(k, fields[k]); });
+  };
+
+  Planner.prototype.edited = function (field) {
+    var f = this.form.elements;
+    if (field.name === "preset") {
+      this.badPreset = null;
+      if (f.preset.value !== DATA.custom) this.fill(f.preset.value);
+    } else if (MODEL_FIELDS.indexOf(field.name) >= 0 && f.preset.value !== DATA.custom) {
+      var fields = DATA.presets[f.preset.value].fields;
+      var same = MODEL_FIELDS.every(function (k) {
+        return f[k].type === "checkbox" ? f[k].checked === fields[k] :
+          f[k].value.trim() === String(fields[k]);
+      });
+      if (!same) f.preset.value = DATA.custom;
+    }
+    this.show();
+  };
+
+  // planner_page.problems and the model: each field no layout could use, with what to
+  // change, or the case the table is computed for.
   Planner.prototype.read = function () {
     var f = this.form.elements;
     var raw = {};
     SIZES.forEach(function (name) { raw[name] = f[name].value; });
+    OPTIONS.forEach(function (name) { raw[name] = f[name].checked; });
     raw.optimizer = f.optimizer.value;
     raw.param_bytes = f.param_bytes.value;
     raw.remat = f.remat.checked;
-    var model = makeModel(raw);
+    var problems = {};
+    if (this.badPreset !== null) {
+      problems.preset = "No preset " + pystr(this.badPreset) + ": pick one of [" +
+        Object.keys(DATA.presets).sort().map(pystr).join(", ") + "].";
+    }
+    var made;
+    try {
+      made = makeModel(raw);
+    } catch (err) {
+      if (!(err instanceof CostModelError)) throw err;
+      made = { problems: { model: err.message } };
+    }
+    Object.keys(made.problems || {}).forEach(function (k) { problems[k] = made.problems[k]; });
+    var devicesText = f.devices.value;
+    if (!wholeNumber(devicesText)) {
+      problems.devices = "devices must be a positive integer, not " + repr(devicesText);
+    } else if (Number(devicesText) > MAX_DEVICES) {
+      problems.devices = "devices: the planner lists layouts for up to " +
+        grouped(MAX_DEVICES) + " devices";
+    }
     var memoryText = f.memory.value.trim();
     var gib = memoryText === "" ? NaN : Number(memoryText);
-    if (isNaN(gib)) {
-      throw new CostModelError("memory per device must be a number of GiB, not " +
-        repr(memoryText));
+    if (!(gib > 0)) {
+      problems.memory = "memory per device must be a positive number of GiB, not " +
+        repr(memoryText);
     }
-    var memory = gib * DATA.gib;
-    if (!(memory > 0)) {
-      throw new CostModelError("memory per device must be positive, not " + memory);
-    }
-    var devicesText = f.devices.value;
-    if (!/^\s*\d+\s*$/.test(devicesText) || Number(devicesText) < 1) {
-      throw new CostModelError("devices must be a positive integer, not " + repr(devicesText));
-    }
-    var devices = Number(devicesText);
-    if (devices > MAX_DEVICES) {
-      throw new CostModelError("devices: the planner lists layouts for up to " +
-        grouped(MAX_DEVICES) + " devices");
-    }
-    return { model: model, devices: devices, memory: memory, gib: gib,
-      plan: DATA.plans[f.plan.value], planName: f.plan.value, backend: f.backend.value };
+    if (Object.keys(problems).length) return { problems: problems };
+    return { model: made.model, devices: Number(devicesText), memory: gib * DATA.gib,
+      gib: gib, plan: DATA.plans[f.plan.value], planName: f.plan.value,
+      backend: f.backend.value, preset: f.preset.value };
   };
 
   // Draws the answer again only when a field changed: a field's `change` event (on leaving
@@ -430,40 +548,85 @@
   Planner.prototype.show = function () {
     var key = Array.prototype.map.call(this.form.elements, function (field) {
       return field.type === "checkbox" ? field.checked : field.value;
-    }).join("|");
+    }).concat([this.badPreset]).join("|");
     if (key === this.shown) return;
     this.shown = key;
     this.out.textContent = "";
-    var c, found;
-    try {
-      c = this.read();
-      found = planTable(c);
-    } catch (err) {
-      if (!(err instanceof CostModelError)) throw err;
-      this.summary.textContent = "";
-      this.out.appendChild(element("p", { class: "planner-input-error", role: "alert" },
-        err.message));
+    var c = this.read(), rows = null;
+    if (!c.problems) {
+      try {
+        rows = planTable(c);
+      } catch (err) {
+        if (!(err instanceof CostModelError)) throw err;
+        c = { problems: { model: err.message } };
+      }
+    }
+    this.mark(c.problems || {});
+    this.describe(c.problems ? null : c);
+    if (c.problems) {
+      var n = Object.keys(c.problems).length;
+      this.summary.textContent = "Change the " + (n === 1 ? "field" : n + " fields") +
+        " marked above: no layout can be priced until then.";
       return;
     }
-    var fitting = found.rows.filter(function (r) { return r.fits; }).length;
-    this.summary.textContent = found.rows.length ?
-      found.rows.length + " layouts divide this model; the state of " + fitting + " fits in " +
-      c.gib + " GiB per device." :
-      "No layout of " + c.devices + " devices divides this model: see why below.";
+    var valid = rows.filter(function (r) { return r.valid; });
+    var fitting = valid.filter(function (r) { return r.fits; }).length;
+    this.summary.textContent = valid.length ?
+      valid.length + " of " + rows.length + " layouts can split this model; the state of " +
+      fitting + " fits in " + c.gib + " GiB per device." :
+      "None of the " + rows.length + " layouts of " + c.devices + " devices can split " +
+      "this model: each row says what to change.";
     this.out.appendChild(this.legend(c));
-    if (found.rows.length) this.out.appendChild(this.table(c, found.rows));
-    if (found.leftOut.length) this.out.appendChild(this.leftOut(found.leftOut));
+    this.out.appendChild(this.table(c, rows));
+  };
+
+  // Each field's message: what to change in it, or nothing.
+  Planner.prototype.mark = function (problems) {
+    var f = this.form.elements;
+    Object.keys(this.errors).forEach(function (name) {
+      var text = Object.prototype.hasOwnProperty.call(problems, name) ? problems[name] : "";
+      this.errors[name].textContent = text;
+      if (f[name]) {
+        if (text) f[name].setAttribute("aria-invalid", "true");
+        else f[name].removeAttribute("aria-invalid");
+      }
+    }, this);
+  };
+
+  // Beside the preset menu: where the preset's numbers come from; and the parameter count.
+  Planner.prototype.describe = function (c) {
+    var name = this.form.elements.preset.value;
+    this.source.textContent = "";
+    if (name !== DATA.custom && this.badPreset === null) {
+      var p = DATA.presets[name];
+      this.source.appendChild(document.createTextNode(name + ": sizes from "));
+      this.source.appendChild(element("a", { href: p.config_source }, "its config.json"));
+      this.source.appendChild(document.createTextNode(
+        " (the sequence length is its max_position_embeddings); " + p.published +
+        " parameters as "));
+      this.source.appendChild(element("a", { href: p.published_source }, "published"));
+      this.source.appendChild(document.createTextNode("."));
+    }
+    this.count.textContent = "";
+    this.count.removeAttribute("data-params");
+    if (c) {
+      this.count.setAttribute("data-params", String(c.model.params));
+      this.count.textContent = grouped(c.model.params) + " parameters by the formula below.";
+    }
   };
 
   Planner.prototype.legend = function (c) {
     var m = c.model, p = c.plan, opt = DATA.optimizers[m.optimizer];
-    var text = "With L = " + m.layers + ", d = " + m.d_model + ", m = " + m.mlp + ", V = " +
-      m.vocab + ", S = " + m.seq + ", B = " + m.batch + ", M = " + m.microbatches +
-      ", p = " + m.param_bytes + ", slots = " + opt[0] + ", scalars = " + opt[1] +
-      ", remat = " + (m.remat ? 1 : 0) + "; the plan moves gathered weights in w_g = " +
-      p.gather + " bytes, gradients in w_r = " + p.gradients + ", activations in w_a = " +
-      p.activations + (p.departures.length ? " (" + p.departures.join("; ") + ")" : "") +
-      ". " + grouped(m.params) + " parameters.";
+    var departures = p.departures[m.gated ? "gated" : "plain"];
+    var text = "With L = " + m.layers + ", d = " + m.d_model + ", g = " + m.kv + ", k = " +
+      m.headDim + ", m = " + m.mlp + (m.gated ? " (gated)" : "") + ", V = " + m.vocab +
+      (m.tied ? " (tied)" : "") + ", S = " + m.seq + ", B = " + m.batch + ", M = " +
+      m.microbatches + ", p = " + m.param_bytes + ", slots = " + opt[0] + ", scalars = " +
+      opt[1] + ", remat = " + (m.remat ? 1 : 0) +
+      "; the plan moves gathered weights in w_g = " + p.gather + " bytes, gradients in w_r = " +
+      p.gradients + ", activations in w_a = " + p.activations +
+      (departures.length ? " (" + departures.join("; ") + ")" : "") + ". " +
+      grouped(m.params) + " parameters.";
     return element("p", { class: "planner-legend", "data-planner": "legend" }, text);
   };
 
@@ -472,10 +635,9 @@
       "aria-label": "Layouts and their figures" });
     var table = element("table", { class: "planner-table" });
     var head = element("tr");
-    ["layout", "mesh (data × fsdp × tensor)", "state per device", "state fits",
-      "wire per step per device", "figures", "formulas"].forEach(function (t) {
-      head.appendChild(element("th", { scope: "col" }, t));
-    });
+    var columns = ["layout", "mesh (data × fsdp × tensor)", "state per device", "state fits",
+      "wire per step per device", "figures", "formulas"];
+    columns.forEach(function (t) { head.appendChild(element("th", { scope: "col" }, t)); });
     table.appendChild(element("thead")).appendChild(head);
     var body = element("tbody");
     var stateKey = c.backend === "tpu" ? "state, tpu" : "state";
@@ -484,16 +646,29 @@
       var row = element("tr", {
         "data-planner": "row", "data-layout": l.name,
         "data-mesh": [l.data, l.fsdp, l.tensor, l.stages].join(","),
-        "data-state": String(r.state), "data-wire": String(r.wire),
-        "data-fits": String(r.fits), "data-checked": String(r.checked)
+        "data-valid": String(r.valid)
       });
       row.appendChild(element("th", { scope: "row" }, l.name));
       row.appendChild(element("td", {}, meshText(l)));
+      if (!r.valid) {
+        // greyed: the layout cannot split this model; the row says what to change
+        row.setAttribute("class", "planner-invalid");
+        var cell = element("td", { colspan: String(columns.length - 2) },
+          "Cannot split this model: ");
+        cell.appendChild(element("span", { "data-planner": "reason" }, r.reason));
+        row.appendChild(cell);
+        body.appendChild(row);
+        return;
+      }
+      row.setAttribute("data-state", String(r.state));
+      row.setAttribute("data-wire", String(r.wire));
+      row.setAttribute("data-fits", String(r.fits));
+      row.setAttribute("data-checked", String(r.checked));
       row.appendChild(element("td", { "data-planner": "state" }, sizeText(r.state)));
       row.appendChild(element("td", {}, r.fits ? "yes" : "no"));
       row.appendChild(element("td", { "data-planner": "wire" }, sizeText(r.wire)));
       row.appendChild(element("td", { "data-planner": "basis" }, r.basis));
-      var cell = element("td");
+      var formulas = element("td");
       var details = element("details");
       details.appendChild(element("summary", {
         "aria-label": "formulas for " + l.name + ", " + meshText(l)
@@ -508,8 +683,8 @@
         list.appendChild(element("dd", {}, DATA.formulas[term[0]]));
       });
       details.appendChild(list);
-      cell.appendChild(details);
-      row.appendChild(cell);
+      formulas.appendChild(details);
+      row.appendChild(formulas);
       body.appendChild(row);
     });
     table.appendChild(body);
@@ -517,25 +692,9 @@
     return wrap;
   };
 
-  Planner.prototype.leftOut = function (items) {
-    var box = element("div", { "data-planner": "left-out" });
-    box.appendChild(element("p", {}, "Left out, because the model does not divide:"));
-    var list = element("ul");
-    items.forEach(function (item) {
-      var li = element("li", { "data-layout": item.layout.name,
-        "data-mesh": [item.layout.data, item.layout.fsdp, item.layout.tensor,
-          item.layout.stages].join(",") });
-      li.appendChild(element("strong", {}, item.layout.name + " (" + meshText(item.layout) +
-        "): "));
-      li.appendChild(element("span", { "data-planner": "reason" }, item.reason));
-      list.appendChild(li);
-    });
-    box.appendChild(list);
-    return box;
-  };
-
   window.StrategyPlanner = {
-    planTable: planTable, makeModel: makeModel, sizeText: sizeText, pysum: pysum,
+    planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
+    pysum: pysum,
     CostModelError: CostModelError
   };
 

@@ -1,6 +1,7 @@
 """The strategy planner, driven through its own form for a grid of inputs and compared,
-figure by figure and to the byte, with docs_build/planner.py (docs_build.planner_page); used
-with the keyboard; and read without its script."""
+figure by figure and to the byte, with docs_build/planner.py (docs_build.planner_page): the
+rows it greys and why, and each field it marks and what it says; its presets and their
+parameter counts; used with the keyboard; and read without its script."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import pytest
 from docs_build import planner_page
 
 from .conftest import EVERY
-from .test_site import visit
+from .test_site import AXE_OPTIONS, AXE_RUN, scheme_of, visit
 
 PAGE = "tools/strategy-planner/"
 
 # Types each case into the form as a reader would, and reads back what the page shows: the
-# error, or every row's figures (exact bytes from data attributes, and the text shown) and
-# the layouts left out with their reasons.
+# message beside each field it marks, or every row: its figures (exact bytes from data
+# attributes, and the text shown), or, greyed, why the layout cannot split the model.
 DRIVE = """(cases) => {
   const root = document.getElementById('planner-app');
   const form = root.querySelector('form');
@@ -32,46 +33,64 @@ DRIVE = """(cases) => {
   return cases.map((c) => {
     for (const [name, value] of Object.entries(c)) set(name, value);
     const answer = root.querySelector('[data-planner=answer]');
-    const alert = answer.querySelector('[role=alert]');
-    if (alert) return {error: alert.textContent};
+    const marked = [...root.querySelectorAll('[data-error-for]')].filter(
+      (e) => e.textContent !== '');
+    const rows = [...answer.querySelectorAll('[data-planner=row]')];
+    if (marked.length) {
+      return {errors: Object.fromEntries(marked.map(
+        (e) => [e.dataset.errorFor, e.textContent])), rows: rows.length};
+    }
     return {
-      rows: [...answer.querySelectorAll('[data-planner=row]')].map((tr) => ({
-        layout: tr.dataset.layout,
-        mesh: tr.dataset.mesh.split(',').map(Number),
-        state: tr.dataset.state,
-        wire: tr.dataset.wire,
-        fits: tr.dataset.fits === 'true',
-        checked: tr.dataset.checked === 'true',
-        basis: tr.querySelector('[data-planner=basis]').textContent,
-        terms: Object.fromEntries([...tr.querySelectorAll('[data-term]')].map(
-          (dt) => [dt.dataset.term, dt.dataset.bytes])),
-        shown: [tr.querySelector('[data-planner=state]').textContent,
-                tr.querySelector('[data-planner=wire]').textContent],
-      })),
-      left_out: [...answer.querySelectorAll('[data-planner=left-out] li')].map((li) => ({
-        layout: li.dataset.layout,
-        reason: li.querySelector('[data-planner=reason]').textContent,
-      })),
+      rows: rows.map((tr) => {
+        const where = {layout: tr.dataset.layout,
+                       mesh: tr.dataset.mesh.split(',').map(Number)};
+        if (tr.dataset.valid === 'false') {
+          return {...where, valid: false, greyed: tr.classList.contains('planner-invalid'),
+                  reason: tr.querySelector('[data-planner=reason]').textContent};
+        }
+        return {
+          ...where,
+          valid: true,
+          state: tr.dataset.state,
+          wire: tr.dataset.wire,
+          fits: tr.dataset.fits === 'true',
+          checked: tr.dataset.checked === 'true',
+          basis: tr.querySelector('[data-planner=basis]').textContent,
+          terms: Object.fromEntries([...tr.querySelectorAll('[data-term]')].map(
+            (dt) => [dt.dataset.term, dt.dataset.bytes])),
+          shown: [tr.querySelector('[data-planner=state]').textContent,
+                  tr.querySelector('[data-planner=wire]').textContent],
+        };
+      }),
     };
   });
 }"""
 
 
 def read_back(result: dict) -> dict:
-    """The page's figures as numbers (shortest round-trip text in both languages)."""
-    if "error" in result:
-        return result
+    """The page's figures as numbers (shortest round-trip text in both languages); marked
+    fields leave no table."""
+    if "errors" in result:
+        assert result["rows"] == 0
+        return {"errors": result["errors"]}
     rows = []
     for r in result["rows"]:
+        if not r["valid"]:
+            assert r["greyed"]
+            rows.append({k: r[k] for k in ("layout", "mesh", "valid", "reason")})
+            continue
         rows.append(
             {
-                **{k: r[k] for k in ("layout", "mesh", "fits", "checked", "basis")},
+                **{
+                    k: r[k]
+                    for k in ("layout", "mesh", "valid", "fits", "checked", "basis")
+                },
                 "state": float(r["state"]),
                 "wire": float(r["wire"]),
                 "terms": {k: float(v) for k, v in r["terms"].items()},
             }
         )
-    return {"rows": rows, "left_out": result["left_out"]}
+    return {"rows": rows}
 
 
 def test_the_grid_covers_what_the_form_offers():
@@ -84,19 +103,41 @@ def test_the_grid_covers_what_the_form_offers():
         ("backend", {"cpu", "tpu"}),
         ("plan", set(planner_page.plans())),
         ("remat", {True, False}),
+        ("gated", {True, False}),
+        ("tied", {True, False}),
+        ("preset", {planner_page.CUSTOM, *planner_page.presets()}),
     ):
         assert {c[field] for c in grid} == values, field
+    # multi-head, grouped-query and multi-query attention
+    assert {c["kv_heads"] == c["heads"] for c in grid} == {True, False}
+    assert any(c["kv_heads"] == 1 for c in grid)
     answers = [planner_page.answer(c) for c in grid]
     # rows where Python's compensated sum() of the wire terms differs from a plain sum
     compensated = [
         r
         for a in answers
         for r in a.get("rows", [])
-        if functools.reduce(operator.add, r["terms"].values()) != r["wire"]
+        if r["valid"]
+        and functools.reduce(operator.add, r["terms"].values()) != r["wire"]
     ]
     assert len(compensated) >= 8
-    assert sum("error" in a for a in answers) == len(planner_page.REFUSED)
-    assert any(a.get("left_out") for a in answers)
+    assert sum("errors" in a for a in answers) == len(planner_page.REFUSED)
+    # greyed rows beside priced ones, for every reason a layout gives
+    greyed = [r["reason"] for a in answers for r in a.get("rows", []) if not r["valid"]]
+    for reason in (
+        "layers do not split into",
+        "microbatches: use a number",
+        "does not split over data x fsdp",
+        "ways (fsdp)",
+        "vocab ",
+        "heads ",
+        "kv_heads ",
+        "mlp ",
+    ):
+        assert any(reason in r for r in greyed), reason
+    assert any(
+        {r["valid"] for r in a.get("rows", [])} == {True, False} for a in answers
+    )
     assert {r["layout"] for a in answers for r in a.get("rows", [])} == {
         "data",
         "FSDP",
@@ -123,9 +164,9 @@ def test_the_page_shows_what_the_planner_computes_for_every_case(
         if read_back(result) != want:
             wrong.append((case, want, result))
             continue
-        for row, shown in zip(
-            want.get("rows", []), result.get("rows", []), strict=True
-        ):
+        for row, shown in zip(want.get("rows", []), result["rows"] or [], strict=True):
+            if not row["valid"]:
+                continue
             assert shown["shown"] == [
                 planner_page.size_text(row["state"]),
                 planner_page.size_text(row["wire"]),
@@ -133,12 +174,28 @@ def test_the_page_shows_what_the_planner_computes_for_every_case(
     assert not wrong, f"{len(wrong)} of {len(grid)} cases differ; the first: {wrong[0]}"
 
 
+def test_the_page_greys_and_marks_what_the_planner_refuses(context, base_url):
+    """Every push, not only in the sampled grid: each refused input marks the fields
+    Python names with its messages, and each input some layouts cannot split greys
+    the rows Python greys, with its reasons, beside the rows it prices."""
+    grid = [
+        {**planner_page.DEFAULTS, **change}
+        for change in (*planner_page.REFUSED, *planner_page.GREYED)
+    ]
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    got = page.evaluate(DRIVE, grid)
+    page.close()
+    assert seen.console_errors == []
+    for case, result in zip(grid, got, strict=True):
+        assert read_back(result) == planner_page.answer(case), case
+
+
 def test_a_reader_changes_the_devices_with_the_keyboard(context, base_url):
     page, _ = visit(context, base_url + PAGE, wait="load")
     rows = page.locator("[data-planner=row]")
     before = rows.count()
     page.focus("input[name=vocab]")
-    for _ in range(12):  # Tab through the form to the devices field, as a reader would
+    for _ in range(20):  # Tab through the form to the devices field, as a reader would
         if page.evaluate("document.activeElement.name") == "devices":
             break
         page.keyboard.press("Tab")
@@ -148,7 +205,7 @@ def test_a_reader_changes_the_devices_with_the_keyboard(context, base_url):
     assert rows.count() != before
     assert rows.first.get_attribute("data-mesh") == "4,1,1,1"
     summary = page.locator("[data-planner=summary]").text_content()
-    assert summary.startswith(f"{rows.count()} layouts divide this model")
+    assert summary.startswith(f"{rows.count()} of {rows.count()} layouts can split")
     # the formula behind a number opens from the keyboard
     page.focus("[data-planner=row] summary")
     page.keyboard.press("Enter")
@@ -159,17 +216,139 @@ def test_a_reader_changes_the_devices_with_the_keyboard(context, base_url):
     page.close()
 
 
-def test_a_reader_is_told_what_to_change(context, base_url):
-    page, _ = visit(context, base_url + PAGE, wait="load")
-    page.fill("input[name=heads]", "7")
-    alert = page.locator("[role=alert]")
-    assert alert.text_content() == (
-        "d_model 1024 does not split into 7 heads: make d_model a multiple of heads"
+def test_a_reader_is_told_what_to_change_beside_the_field(context, base_url):
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.fill("input[name=kv_heads]", "3")
+    heads = page.locator("input[name=kv_heads]")
+    message = page.locator("#" + heads.get_attribute("aria-describedby"))
+    assert message.text_content() == (
+        "3 key/value heads do not serve 8 query heads equally: make kv_heads divide heads"
     )
-    page.fill("input[name=heads]", "8")
+    assert heads.get_attribute("aria-invalid") == "true"
+    # the message sits in the field's own box, beside it
+    box = page.locator(".planner-field", has=heads)
+    assert box.locator(".planner-field-error").text_content() == message.text_content()
+    assert page.locator("[data-planner=row]").count() == 0
+    page.fill("input[name=kv_heads]", "2")
+    assert message.text_content() == "" and heads.get_attribute("aria-invalid") is None
+    # the layouts that cannot split 2 key/value heads (a tensor axis of 4 or 8) are
+    # greyed, in their places, each saying why; the others keep their figures
+    want = planner_page.answer({**planner_page.DEFAULTS, "kv_heads": 2})["rows"]
+    rows = page.locator("[data-planner=row]")
+    assert rows.count() == len(want) == 10
+    greyed = [r for r in want if not r["valid"]]
+    assert [r["mesh"][2] for r in greyed] == [8, 4, 4]
+    for k, row in enumerate(want):
+        assert rows.nth(k).get_attribute("data-valid") == str(row["valid"]).lower()
+    shown = page.locator("tr.planner-invalid [data-planner=reason]")
+    assert shown.all_text_contents() == [r["reason"] for r in greyed]
+    assert greyed[0]["reason"] == (
+        "kv_heads 2 does not split 8 ways (tensor): use a multiple of 8"
+    )
     page.fill("input[name=layers]", "six")
-    assert alert.text_content() == "layers must be a positive integer, not 'six'"
+    assert page.locator("[data-error-for=layers]").text_content() == (
+        "layers must be a positive integer, not 'six'"
+    )
+    # absurd sizes are refused, not rounded: counts a double cannot hold exactly (a
+    # message of the script's own: Python's integers have no such limit)
+    page.fill("input[name=layers]", "32")
+    page.fill("input[name=vocab]", "9" * 17)
+    assert page.locator("[data-error-for=model]").text_content() == (
+        "these sizes give a count beyond 2^53, which the planner cannot compute exactly "
+        "in a browser: use smaller sizes"
+    )
+    assert page.locator("[data-planner=row]").count() == 0
+    page.fill("input[name=vocab]", "32768")
+    page.fill("input[name=devices]", "100000")
+    assert page.locator("[data-error-for=devices]").text_content() == (
+        "devices: the planner lists layouts for up to 65,536 devices"
+    )
     page.close()
+    assert seen.console_errors == []
+
+
+def test_greyed_rows_and_marked_fields_pass_axe_in_both_schemes(
+    browser, base_url, axe_script
+):
+    """The site's axe run sees the form as it starts; this one sees a table with greyed
+    rows, then a marked field, in the light and the dark scheme."""
+    context = browser.new_context(color_scheme="light")
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.add_script_tag(path=str(axe_script))
+    found = {}
+    for state, field, value in (("greyed", "kv_heads", "2"), ("marked", "heads", "7")):
+        page.fill(f"input[name={field}]", value)
+        assert page.locator("tr.planner-invalid, [aria-invalid=true]").count() > 0
+        for scheme, expected, toggle in (
+            ("light", "default", "__palette_1"),
+            ("dark", "slate", "__palette_0"),
+        ):
+            assert scheme_of(page) == expected
+            found[state, scheme] = page.evaluate(AXE_RUN, AXE_OPTIONS[scheme])
+            page.click(f"label[for='{toggle}']")
+    page.close()
+    context.close()
+    assert seen.console_errors == []
+    assert all(v == [] for v in found.values()), found
+
+
+def test_each_preset_fills_the_form_and_counts_its_parameters(context, base_url):
+    """The script's count for each preset is the transformer page's param_count exactly
+    and the published figure within 0.5%; the preset's sources are named beside it."""
+    from snippets.advanced.transformer import presets
+    from snippets.advanced.transformer.model import param_count
+
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    count = page.locator("[data-planner=params]")
+    source = page.locator("[data-planner=preset-source]")
+    assert source.text_content() == ""  # "custom": the form's own sizes
+    for name, p in presets.PRESETS.items():
+        page.select_option("select[name=preset]", name)
+        shown = int(count.get_attribute("data-params"))
+        assert shown == param_count(p.config), name
+        published = presets.published_count(p)
+        assert abs(shown - published) <= 5e-3 * published, name
+        assert count.text_content() == f"{shown:,} parameters by the formula below."
+        for field, value in planner_page.presets()[name]["fields"].items():
+            box = page.locator(f"[name={field}]")
+            got = box.is_checked() if isinstance(value, bool) else box.input_value()
+            assert got == (value if isinstance(value, bool) else str(value)), field
+        links = source.locator("a")
+        assert [links.nth(k).get_attribute("href") for k in range(2)] == [
+            p.config_source,
+            p.published_source,
+        ]
+        assert source.text_content().startswith(f"{name}: sizes from its config.json")
+        assert f"{p.published} parameters as published" in source.text_content()
+    # a model field changed away from the preset's makes the menu say "custom"
+    page.fill("input[name=layers]", "15")
+    assert page.locator("select[name=preset]").input_value() == planner_page.CUSTOM
+    assert source.text_content() == ""
+    page.close()
+    assert seen.console_errors == [] and seen.foreign == []
+
+
+def test_a_preset_in_the_address_fills_the_form_or_says_what_to_pick(context, base_url):
+    from snippets.advanced.transformer import presets
+    from snippets.advanced.transformer.model import param_count
+
+    page, seen = visit(context, base_url + PAGE + "?preset=Llama-3.2-1B", wait="load")
+    assert page.locator("select[name=preset]").input_value() == "Llama-3.2-1B"
+    count = page.locator("[data-planner=params]").get_attribute("data-params")
+    assert int(count) == param_count(presets.preset("Llama-3.2-1B"))
+    page.close()
+    page, seen = visit(context, base_url + PAGE + "?preset=Llama-2-7B", wait="load")
+    want = planner_page.answer({**planner_page.DEFAULTS, "preset": "Llama-2-7B"})
+    assert (
+        page.locator("[data-error-for=preset]").text_content()
+        == (want["errors"]["preset"])
+    )
+    assert page.locator("[data-planner=row]").count() == 0
+    page.select_option("select[name=preset]", "Llama-3-8B")
+    assert page.locator("[data-error-for=preset]").text_content() == ""
+    assert page.locator("[data-planner=row]").count() > 0
+    page.close()
+    assert seen.console_errors == []
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -178,11 +357,11 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
     page, seen = visit(context, base_url + PAGE, wait="load")
     assert page.locator("#planner-app").is_hidden()
     tables = page.locator("article table")
-    assert tables.count() == len(planner_page.EXAMPLES)
-    for k, case in enumerate(planner_page.EXAMPLES):
+    assert tables.count() == len(planner_page.examples())
+    for k, case in enumerate(planner_page.examples()):
         found = planner_page.answer(case)
         rows = tables.nth(k).locator("tbody tr")
-        assert rows.count() == len(found["rows"]) + len(found["left_out"])
+        assert rows.count() == len(found["rows"])
         first = rows.first.locator("td")
         assert first.nth(2).text_content() == planner_page.size_text(
             found["rows"][0]["state"]

@@ -332,8 +332,12 @@ def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
             "param_bytes must be 4",
         ),
         (
-            lambda: pl.Model(64, 32, 4, 128, 2, 16, 8, microbatches=3),
-            "does not cut into 3 microbatches",
+            lambda: pl.check(
+                pl.Model(64, 32, 4, 128, 2, 16, 8, microbatches=3),
+                pl.Layout("p", stages=2),
+            ),
+            "a batch of 8 does not cut into 3 microbatches: use a number of "
+            "microbatches that divides it",
         ),
         (lambda: pl.Layout("x", data=0), "positive axis sizes"),
         (lambda: pl.Layout("x", data=2, stages=2), "a pipeline alone"),
@@ -354,7 +358,7 @@ def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
         ),
         (
             lambda: pl.state_bytes(PAGE, pl.Layout("p", stages=3)),
-            "8 layers do not split into 3 stages",
+            "8 layers do not split into 3 stages: make layers a multiple of 3",
         ),
         (
             lambda: pl.state_bytes(PAGE, pl.Layout("data", data=8), "gpu"),
@@ -392,6 +396,46 @@ def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
 def test_bad_input_says_what_to_change(call, message):
     with pytest.raises(pl.CostModelError, match=re.escape(message)):
         call()
+
+
+def test_a_model_is_refused_field_by_field():
+    """Every field at fault is named with what to change, not only the first."""
+    with pytest.raises(pl.InputError) as err:
+        pl.Model(0, 30, 4, 128, -2, 16, 8, kv_heads=3, microbatches=0)
+    assert err.value.problems == {
+        "vocab": "vocab must be a positive integer, not 0",
+        "layers": "layers must be a positive integer, not -2",
+        "microbatches": "microbatches must be a positive integer, not 0",
+        "heads": "d_model 30 does not split into 4 heads: make d_model a multiple of heads",
+        "kv_heads": "3 key/value heads do not serve 4 query heads equally: make kv_heads "
+        "divide heads",
+    }
+    # a size that is not a whole number is not divided: only its own message
+    with pytest.raises(pl.InputError) as err:
+        pl.Model(64, 32, 2.5, 128, 2, 16, 8)
+    assert err.value.problems == {"heads": "heads must be a positive integer, not 2.5"}
+
+
+def test_a_layout_that_cannot_split_the_model_says_every_reason_and_spares_the_rest():
+    """Microbatches that do not divide the batch are the pipeline's problem only: the
+    model stands, and so does every other layout."""
+    model = pl.Model(64, 32, 4, 130, 3, 16, 10, kv_heads=2, microbatches=4)
+    assert pl.reasons(model, pl.Layout("p", stages=2)) == [
+        "3 layers do not split into 2 stages: make layers a multiple of 2",
+        "a batch of 10 does not cut into 4 microbatches: use a number of microbatches "
+        "that divides it",
+    ]
+    assert pl.reasons(model, pl.Layout("t", data=1, fsdp=3, tensor=4)) == [
+        "a batch of 10 does not split over data x fsdp = 3 devices: use a multiple of 3",
+        "d_model 32 does not split 3 ways (fsdp): use a multiple of 3",
+        "kv_heads 2 does not split 4 ways (tensor): use a multiple of 4",
+        "mlp 130 does not split 4 ways (tensor): use a multiple of 4",
+    ]
+    with pytest.raises(pl.CostModelError, match="; kv_heads 2 does not split"):
+        pl.check(model, pl.Layout("t", data=1, fsdp=3, tensor=4))
+    rows = pl.plan_table(model, 2, memory=1e9)
+    assert [r.layout.name for r in rows] == ["data", "FSDP", "tensor"]
+    assert pl.reasons(model, pl.Layout("data", data=2)) == []
 
 
 @pytest.mark.parametrize(
