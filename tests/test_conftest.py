@@ -1,6 +1,7 @@
 """The root conftest.py: deprecations fail, and each page's fences run as one program."""
 
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,19 @@ def test_a_page_becomes_one_program_with_its_includes_expanded():
         "# ---- block 2, page line 15: inline",
         "print(jax.device_count())",
     ]
+
+
+def test_every_file_that_builds_the_site_runs_last():
+    """A file that builds the site early runs every page's program before the other tests
+    have filled the compilation cache, and the other worker then waits on its lock."""
+    root = Path(conftest.__file__).parent
+    building = sorted(
+        p.relative_to(root).as_posix()
+        for p in (root / "tests").rglob("test_*.py")
+        if p != Path(__file__)
+        and "built_site.built_site(" in p.read_text()
+        and "browser" not in p.parts
+    )
+    assert building and all(path.startswith(conftest.LAST) for path in building), (
+        building
+    )
