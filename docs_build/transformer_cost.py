@@ -217,16 +217,13 @@ def activation_bytes(
 def gradient_bytes(
     model: pl.Model, layout: pl.Layout, backend: str = "cpu"
 ) -> dict[str, int]:
-    """The buffers of gradients and weight copies the compiled programs keep beside the
-    activations, per device:
+    """The gradient buffers the compiled programs keep beside the activations, per device:
 
     - "layer gradients": the float32 accumulators of every layer's matrix gradients, as the
       backward scan fills them: the device's fsdp x tensor share (4 L M / (fsdp tensor));
-    - "embedding gradient": float32, vocab/t x d (whole along d: the CPU sums it whole; on
-      the H100 it is made after the layers' backward pass, so only the loss phase holds it
-      there: see temp_bytes);
-    - "head": the head's bfloat16 copy (d x vocab/t), or its bfloat16 gradient, split by
-      fsdp too on the H100 when fsdp > 1 (reduce-scattered: its plan).
+    - "embedding gradient": float32, vocab/t x d (whole along d: the CPU sums it whole);
+    - "head gradient": bfloat16, d x vocab/t; on the H100 with fsdp > 1 its
+      reduce-scattered share (d/fsdp x vocab/t: its plan).
     """
     _, _, t, f = _sizes(model, layout)
     d, v = model.d_model, model.vocab // t
@@ -236,7 +233,7 @@ def gradient_bytes(
     return {
         "layer gradients": F32 * model.layers * model.layer_matrices // (f * t),
         "embedding gradient": F32 * v * d,
-        "head": head,
+        "head gradient": head,
     }
 
 
@@ -245,48 +242,40 @@ def temp_phases(
 ) -> dict[str, dict[str, int]]:
     """The temporaries live at once in the two phases where the compiled step peaks:
 
-    - "loss": the kept activations, the logits' buffers, and on CPU the gradient
-      accumulators (allocated before the loss: the H100 allocates them after), the
-      embedding's gradient and the head's copy (the H100: the head's copy alone);
-    - "layer": backward through one layer: the kept activations, the gradient buffers, the
-      scores' two float32 gradients (b x heads/t x S x S each), and with remat the layer
-      recomputed and its bfloat16 weights. The H100 also keeps the causal mask (bool and
-      float32) made once before the loop, not the embedding's gradient (made after it),
-      and its fused MLP keeps 2 (GELU) or 3 (SwiGLU) of the (T, mlp/t) arrays, not 5 or 6.
+    - "loss": the kept activations, the logits' buffers, the head's bfloat16 copy (d x
+      vocab/t, whole along d), and on CPU the gradient accumulators and the embedding's
+      gradient (allocated before the loss; the H100 allocates them later, each in a place
+      the logits held);
+    - "layer": backward through one layer: the layers' kept activations (the final norm's
+      are spent by then), the gradient buffers, the scores' two float32 gradients (b x
+      heads/t x S x S each), and with remat the layer recomputed and its bfloat16 weights.
+      The H100 also keeps the causal mask (bool and float32) it makes once before the
+      loop, not the embedding's gradient (made after the loop), and its fused MLP keeps 2
+      (GELU) or 3 (SwiGLU) of the (T, mlp/t) arrays, not 5 or 6.
     temp_bytes is the larger phase."""
     _, T, t, _ = _sizes(model, layout)
     backend = _backend(backend)
     acts = activation_bytes(model, layout, backend=backend)
     grads = gradient_bytes(model, layout, backend)
     scores = _scores(model, layout)
-    remat = model.remat
-    recomputed = acts["recomputed layer"]
-    # through the layers the final norm's residuals are spent: only the layers' are kept
+    head_copy = BF16 * model.d_model * (model.vocab // t)
     kept = acts["kept"] - residual_bytes(model, layout)["final norm"]
-    if backend == "gpu":
-        loss = {"kept": acts["kept"], "logits": acts["logits"], "head": grads["head"]}
-        layer = {
-            "kept": kept,
-            "layer gradients": grads["layer gradients"],
-            "head": grads["head"],
-            "scores' gradients": 2 * F32 * scores,
-        }
-        if remat:
-            fused = (3 if model.gated else 2) * BF16 * T * (model.mlp // t)
-            unfused = layer_residuals(model, layout)["mlp"]
-            layer |= {
-                "mask": (BOOL + F32) * scores,
-                "recomputed layer": recomputed - unfused + fused,
-                "layer weights": acts["layer weights"],
-            }
-        return {"loss": loss, "layer": layer}
-    loss = {"kept": acts["kept"], "logits": acts["logits"], **grads}
+    loss = {"kept": acts["kept"], "logits": acts["logits"], "head copy": head_copy}
     layer = {"kept": kept, **grads, "scores' gradients": 2 * F32 * scores}
-    if remat:
+    if model.remat:
         layer |= {
-            "recomputed layer": recomputed,
+            "recomputed layer": acts["recomputed layer"],
             "layer weights": acts["layer weights"],
         }
+    if backend != "gpu":
+        loss |= {k: grads[k] for k in ("layer gradients", "embedding gradient")}
+        return {"loss": loss, "layer": layer}
+    del layer["embedding gradient"]
+    if model.remat:
+        unfused = layer_residuals(model, layout)["mlp"]
+        fused = (3 if model.gated else 2) * BF16 * T * (model.mlp // t)
+        layer["recomputed layer"] += fused - unfused
+        layer["mask"] = (BOOL + F32) * scores
     return {"loss": loss, "layer": layer}
 
 
@@ -315,6 +304,13 @@ def against_compiled(grid_: dict, entry: dict) -> tuple[int, int]:
     model, layout = pl.model_of(grid_, entry["config"]), pl.entry_layout(entry)
     backend = backend_of(entry["target"])
     return temp_bytes(model, layout, backend), entry["memory"]["temp_bytes"]
+
+
+def peak_phase(grid_: dict, entry: dict) -> str:
+    """The phase of temp_phases that gives an entry's temp_bytes."""
+    model, layout = pl.model_of(grid_, entry["config"]), pl.entry_layout(entry)
+    phases = temp_phases(model, layout, backend_of(entry["target"]))
+    return max(phases, key=lambda name: sum(phases[name].values()))
 
 
 def checked_entries(grid_: dict) -> list[dict]:
@@ -609,7 +605,7 @@ def main() -> None:
         print(
             f"{e['target']:<10}{e['config']:<18}{e['mesh']!s:<11}"
             f"{formula / mib:>9.1f}{compiled / mib:>10.1f}  "
-            f"{formula / compiled - 1:+.1%}{note}"
+            f"{formula / compiled - 1:+.1%}  {peak_phase(g, e)}{note}"
         )
     for backend in CHECKED:
         gap, e = largest_disagreement(g, backend)
