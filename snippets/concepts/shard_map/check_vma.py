@@ -61,6 +61,45 @@ def check_vma_off(mesh: Mesh, x: jax.Array, local_sum: Callable) -> jax.Array:
     return claimed
 
 
+def sum_of_copies(mesh: Mesh, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+    # --8<-- [start:sum-of-copies]
+    def summed_copies(w):
+        print("w inside:", jax.typeof(w))  # the same on every device: no V
+        return jax.lax.psum(w, "x")
+
+    eight_ws = jax.shard_map(summed_copies, mesh=mesh, in_specs=P(), out_specs=P())(w)
+    print("w:       ", w)
+    print("psum(w): ", eight_ws)  # (1)!
+    same_w = jax.shard_map(
+        lambda w: jax.lax.pmean(w, "x"), mesh=mesh, in_specs=P(), out_specs=P()
+    )(w)
+    print("pmean(w):", same_w)
+    # --8<-- [end:sum-of-copies]
+    return eight_ws, same_w
+
+
+def gradient_of_copies(
+    mesh: Mesh, x: jax.Array, w: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    # --8<-- [start:gradient-of-copies]
+    def loss(w, block):
+        return (block.reshape(-1, 2) * w).sum()
+
+    def gradient(block, w):
+        g = jax.grad(loss)(w, block)
+        print("g:", jax.typeof(g))  # no V: already the same on every device
+        return g, jax.lax.psum(g, "x")
+
+    g, summed_again = jax.shard_map(
+        gradient, mesh=mesh, in_specs=(P("x"), P()), out_specs=(P(), P())
+    )(x, w)
+    print("g:             ", g)
+    print("whole batch:   ", jax.grad(loss)(w, np.asarray(x)))  # on one device
+    print("psum(g) again: ", summed_again)
+    # --8<-- [end:gradient-of-copies]
+    return g, summed_again
+
+
 def main() -> None:
     from snippets.concepts.shard_map import local_view, partial_sums
 
@@ -70,6 +109,8 @@ def main() -> None:
     claim_replication(mesh, x, local_sum)
     fix_with_psum(mesh, x, local_sum)
     check_vma_off(mesh, x, local_sum)
+    sum_of_copies(mesh, jax.numpy.array([1.0, 10.0]))
+    gradient_of_copies(mesh, x, jax.numpy.array([1.0, 10.0]))
 
 
 if __name__ == "__main__":

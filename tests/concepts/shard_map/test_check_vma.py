@@ -68,3 +68,33 @@ def test_check_vma_off_returns_one_devices_partial_sum(line_mesh, x, local_sum, 
     assert float(claimed[0]) in partials.tolist() and float(claimed[0]) != 120.0
     np.testing.assert_array_equal(claimed, [0.0 + 1.0])
     assert capsys.readouterr().out == "claimed total: [1.]  np.sum(x): 120.0\n"
+
+
+def test_a_psum_of_copies_is_the_copy_times_the_axis_size(line_mesh, capsys):
+    """No error: each device's copy is one term of the sum; pmean gives the copy back."""
+    w = jax.numpy.array([1.0, 10.0])
+    capsys.readouterr()
+    eight_ws, same_w = check_vma.sum_of_copies(line_mesh, w)
+    size = line_mesh.shape["x"]
+    np.testing.assert_array_equal(np.asarray(eight_ws), size * np.asarray(w))
+    np.testing.assert_array_equal(np.asarray(same_w), np.asarray(w))
+    assert capsys.readouterr().out.splitlines() == [
+        "w inside: float32[2]",
+        "w:        [ 1. 10.]",
+        f"psum(w):  [ {size}. {size * 10}.]",
+        "pmean(w): [ 1. 10.]",
+    ]
+
+
+def test_the_gradient_of_a_copied_weight_is_already_summed(line_mesh, x, capsys):
+    w = jax.numpy.array([1.0, 10.0])
+    capsys.readouterr()
+    g, again = check_vma.gradient_of_copies(line_mesh, x, w)
+    whole = np.asarray(x).reshape(-1, 2).sum(axis=0)  # d/dw of sum(x * w), whole batch
+    np.testing.assert_array_equal(np.asarray(g), whole)
+    np.testing.assert_array_equal(np.asarray(again), line_mesh.shape["x"] * whole)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "g: float32[2]"
+    assert out[1].split() == ["g:", "[56.", "64.]"]
+    assert out[2].split() == ["whole", "batch:", "[56.", "64.]"]
+    assert out[3].split() == ["psum(g)", "again:", "[448.", "512.]"]
