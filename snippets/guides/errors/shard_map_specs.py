@@ -152,6 +152,37 @@ def unbound_axis_fix(line: Mesh, x: jax.Array) -> tuple:
     return summed, total, compiled
 
 
+def eager_gradient(line: Mesh, x: jax.Array):
+    # --8<-- [start:eager-gradient]
+    def loss(w, v):
+        total = jax.shard_map(
+            lambda block, w: jax.lax.psum((block * w).sum(), "x"),
+            mesh=line,
+            in_specs=(P("x"), P()),
+            out_specs=P(),
+        )
+        return total(v, w)
+
+    w = jnp.array(2.0)
+    try:
+        jax.grad(loss)(w, x)
+    except ValueError as err:
+        print(f"ValueError: {err}")
+    # --8<-- [end:eager-gradient]
+    return loss
+
+
+def eager_gradient_fix(line: Mesh, x: jax.Array, loss) -> tuple:
+    # --8<-- [start:eager-gradient-fix]
+    w = jnp.array(2.0)
+    compiled = jax.jit(jax.grad(loss))(w, x)  # (1)!
+    with jax.set_mesh(line):
+        eager = jax.grad(loss)(w, x)  # (2)!
+    print(compiled, eager, jnp.sum(x))
+    # --8<-- [end:eager-gradient-fix]
+    return compiled, eager
+
+
 def loop_carry(line: Mesh, x: jax.Array) -> None:
     # --8<-- [start:loop-carry]
     def add_three_times(v):

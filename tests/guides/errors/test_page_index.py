@@ -47,6 +47,7 @@ def printed(mesh, line_mesh):
         shard_map_specs.out_specs_too_long(line_mesh, x)
         shard_map_specs.out_specs_replicated(line_mesh, x)
         shard_map_specs.unbound_axis(x)
+        shard_map_specs.eager_gradient(line_mesh, x)
         shard_map_specs.loop_carry(line_mesh, x)
         nnx_params.without_mesh()
     return out.getvalue()

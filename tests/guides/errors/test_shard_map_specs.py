@@ -162,3 +162,14 @@ def test_pcast_fixes_the_carry_without_moving_data(line_mesh, x, capsys):
 
     cast = jax.shard_map(start, mesh=line_mesh, in_specs=P("x"), out_specs=P("x"))
     assert count_collectives(jax.jit(cast).lower(x).compile()) == {}
+
+
+def test_an_eager_gradient_on_an_explicit_mesh_needs_the_mesh(line_mesh, x, capsys):
+    loss = shard_map_specs.eager_gradient(line_mesh, x)
+    assert capsys.readouterr().out.startswith(
+        "ValueError: Length of device assignment 1 is not equal to the size of the mesh 8 "
+        "of aval f32[]({Explicit: ('x',)})."
+    )
+    compiled, eager = shard_map_specs.eager_gradient_fix(line_mesh, x, loss)
+    assert float(compiled) == float(eager) == float(np.sum(np.asarray(x))) == 28.0
+    assert capsys.readouterr().out.split() == ["28.0", "28.0", "28.0"]
