@@ -42,16 +42,15 @@ def reshape(mesh: Mesh, grid: jax.Array) -> dict[tuple, str]:
 
 def constraint_checks(mesh: Mesh, grid: jax.Array) -> list[str]:
     # --8<-- [start:constraint]
+    @jax.jit(static_argnames="spec")
+    def doubled(a, spec):
+        return jax.lax.with_sharding_constraint(2 * a, spec)
+
     said = []
     with jax.set_mesh(mesh):
         for spec in [P("x", "y"), P("x", None)]:
-
-            @jax.jit
-            def doubled(a):
-                return jax.lax.with_sharding_constraint(2 * a, spec)
-
             try:
-                said.append(f"{spec}: {jax.typeof(doubled(grid))}")
+                said.append(f"{spec}: {jax.typeof(doubled(grid, spec=spec))}")
             except AssertionError as err:
                 said.append(f"{spec}: AssertionError: {str(err).split('. ')[0]}")
             print(said[-1])
