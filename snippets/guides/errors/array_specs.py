@@ -1,5 +1,6 @@
 """Errors when placing arrays: a dimension the mesh does not divide, a spec longer
-than the array, and a PartitionSpec used where no mesh is set.
+than the array, a PartitionSpec used where no mesh is set, and arrays committed to different
+devices.
 
 Run `python -m snippets.guides.errors.array_specs` to print what the page shows.
 """
@@ -130,6 +131,30 @@ def no_mesh_fix(line: Mesh, vector: jax.Array) -> tuple[jax.Array, jax.Array]:
     return placed, doubled
 
 
+def incompatible_devices() -> tuple[jax.Array, jax.Array]:
+    # --8<-- [start:incompatible-devices]
+    floating = jnp.ones(4)  # (1)!
+    on_1 = jax.device_put(jnp.ones(4), jax.devices()[1])
+    on_2 = jax.device_put(jnp.ones(4), jax.devices()[2])
+    print("committed:", floating.committed, on_1.committed, on_2.committed)
+    print("floating + on_1 runs on", (floating + on_1).devices())  # (2)!
+    try:
+        on_1 + on_2
+    except ValueError as err:
+        print(f"ValueError: {err}")
+    # --8<-- [end:incompatible-devices]
+    return on_1, on_2
+
+
+def incompatible_devices_fix(on_1: jax.Array, on_2: jax.Array) -> jax.Array:
+    # --8<-- [start:incompatible-devices-fix]
+    moved = jax.device_put(on_2, on_1.sharding)  # on device 1 now
+    total = on_1 + moved
+    print(total, total.devices())
+    # --8<-- [end:incompatible-devices-fix]
+    return total
+
+
 def main() -> None:
     from snippets.guides.errors.device_setup import meshes_that_fit
 
@@ -140,6 +165,7 @@ def main() -> None:
     too_long_fix(mesh, vector)
     no_mesh(line, vector)
     no_mesh_fix(line, vector)
+    incompatible_devices_fix(*incompatible_devices())
 
 
 if __name__ == "__main__":

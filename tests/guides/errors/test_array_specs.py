@@ -102,3 +102,17 @@ def test_set_mesh_or_a_named_sharding_fixes_it(line_mesh, capsys):
     assert placed.sharding == NamedSharding(line_mesh, P("x"))
     assert capsys.readouterr().out == "float32[8@x] float32[8@x] float32[8@x]\n"
     assert jax.sharding.get_abstract_mesh().empty
+
+
+def test_arrays_committed_to_different_devices(capsys):
+    on_1, on_2 = array_specs.incompatible_devices()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "committed: False True True"
+    assert out[1] == "floating + on_1 runs on {CpuDevice(id=1)}"
+    assert out[2].startswith(
+        "ValueError: Received incompatible devices for jitted computation. Got argument "
+    )
+    assert "device ids [1]" in out[2] and "device ids [2]" in out[2]
+    total = array_specs.incompatible_devices_fix(on_1, on_2)
+    assert total.devices() == on_1.devices()
+    np.testing.assert_array_equal(np.asarray(total), np.full(4, 2.0))

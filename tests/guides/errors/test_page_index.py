@@ -41,6 +41,7 @@ def printed(mesh, line_mesh):
         array_specs.indivisible(line_mesh)
         array_specs.too_long(mesh, line_mesh)
         array_specs.no_mesh(line_mesh, x)
+        array_specs.incompatible_devices()
         explicit_types.contraction(mesh)
         explicit_types.incompatible(mesh)
         shard_map_specs.in_specs_mismatch(line_mesh)
