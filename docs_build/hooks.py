@@ -25,6 +25,7 @@ from docs_build import (
     notebooks,
     outputs,
     planner_page,
+    prose,
 )
 from docs_build.compiled import pages as tpu_pages
 from docs_build.devices import CACHE_SETTINGS
@@ -267,6 +268,9 @@ def is_notebook(page) -> bool:
 
 
 def on_page_content(html, page, config, files):
+    # Exception messages in output blocks wrap on a narrow screen; other output keeps its
+    # lines (docs_build.prose).
+    html = prose.mark_prose_output(html)
     # A notebook page's headings get the ids its table of contents links to
     # (docs_build.notebook_toc).
     if is_notebook(page):

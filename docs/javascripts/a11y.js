@@ -2,30 +2,43 @@
 // the search dialog, for the numbered markers of code annotations (their number is drawn by
 // CSS, which screen readers do not read), for table-of-contents links to headings that are
 // only code, for the expand toggles of sections with an index page and for the button bar of
-// each code block; keyboard access to tables that scroll sideways. (Notebook pages use the guide
-// pages' code and output blocks, which need nothing here.) Markers and button bars are created
-// after load, so new ones are named as they appear.
+// each code block; keyboard access and a name for whatever scrolls sideways (tables, code and
+// output blocks). Markers and button bars are created after load, so new ones are named as
+// they appear, and a resized window checks again what scrolls.
 let codeBars = 0;
+const SCROLL_REGIONS = ".md-typeset__scrollwrap, .md-typeset .per-device-table, .md-typeset .sharding-diagram";
 function nameUnnamed() {
-  // A table wider than the page scrolls sideways in its wrapper: reachable by keyboard too.
-  for (const wrap of document.querySelectorAll(".md-typeset__scrollwrap:not([tabindex])")) {
-    if (wrap.scrollWidth <= wrap.clientWidth) continue;
+  // A box wider than the page scrolls sideways (a table in its wrapper, a per-device table, a
+  // diagram): reachable by keyboard too, as a named region.
+  for (const wrap of document.querySelectorAll(SCROLL_REGIONS)) {
+    if (wrap.hasAttribute("tabindex") || wrap.scrollWidth <= wrap.clientWidth) continue;
     wrap.setAttribute("tabindex", "0");
     wrap.setAttribute("role", "region");
-    // Named after the section it is in (the nearest heading before its top-level block), and
-    // numbered where a section holds several: landmarks need distinct names.
+    // Named after its caption, or else after the section it is in (the nearest heading before
+    // its top-level block), and numbered where a section holds several: landmarks need
+    // distinct names.
     let block = wrap;
     while (block.parentElement && !block.parentElement.classList.contains("md-content__inner")) {
       block = block.parentElement;
     }
     let heading = block.previousElementSibling;
     while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
-    const base = `Table: ${heading?.textContent.replace("¶", "").trim() || document.title}`;
+    const caption = wrap.querySelector("caption")?.firstChild?.textContent.trim();
+    const base = `Table: ${caption || heading?.textContent.replace("¶", "").trim() || document.title}`;
     let name = base;
     for (let n = 2; document.querySelector(`[role=region][aria-label="${CSS.escape(name)}"]`); n++) {
       name = `${base} (${n})`;
     }
     wrap.setAttribute("aria-label", name);
+  }
+  // A code or output block with a line longer than the block scrolls too: the theme makes it
+  // focusable; it gets a name (as a group: a name needs a role, and a landmark per block
+  // would crowd the page's list of regions).
+  for (const code of document.querySelectorAll(".md-typeset pre > code:not([aria-label])")) {
+    if (code.scrollWidth <= code.clientWidth) continue;
+    code.setAttribute("tabindex", "0");
+    code.setAttribute("role", "group");
+    code.setAttribute("aria-label", code.closest(".output") ? "Output" : "Code");
   }
   for (const link of document.querySelectorAll("a.md-nav__link[href^='#']:not([aria-label])")) {
     if (link.textContent.trim()) continue;
@@ -68,5 +81,11 @@ new MutationObserver(() => {
 }).observe(document.documentElement, {
   childList: true,
   subtree: true,
+});
+// A narrower window makes more boxes scroll.
+let resized = null;
+addEventListener("resize", () => {
+  clearTimeout(resized);
+  resized = setTimeout(nameUnnamed, 200);
 });
 nameUnnamed();
