@@ -102,6 +102,24 @@ def reshard_on_auto_axes(x: jax.Array, mesh: Mesh) -> None:
     # --8<-- [end:reshard-auto]
 
 
+def vmapped_constraint(mesh: Mesh) -> dict:
+    # --8<-- [start:spmd-axis-name]
+    def project(row, w):  # one example: a (16,) row
+        out = row @ w
+        return jax.lax.with_sharding_constraint(
+            out, NamedSharding(mesh, P("y"))
+        )  # (1)!
+
+    rows, w = jax.numpy.ones((8, 16)), jax.numpy.ones((16, 32))
+    specs = {}
+    for axis in (None, "x"):
+        batched = jax.vmap(project, in_axes=(0, None), spmd_axis_name=axis)
+        specs[axis] = jax.jit(batched)(rows, w).sharding.spec
+        print(f"spmd_axis_name={axis!r}: {specs[axis]}")  # (2)!
+    # --8<-- [end:spmd-axis-name]
+    return specs
+
+
 def main() -> None:
     from snippets.concepts.automatic_sharding import propagation
 
@@ -112,6 +130,7 @@ def main() -> None:
     resharding_table(x)
     device_put_inside_jit(x, mesh)
     reshard_on_auto_axes(x, mesh)
+    vmapped_constraint(mesh)
 
 
 if __name__ == "__main__":

@@ -120,3 +120,16 @@ def test_reshard_refuses_auto_axes(x, auto_mesh, capsys):
         "are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis "
         "name: x of type: AxisType.Auto."
     )
+
+
+def test_spmd_axis_name_splits_the_batch_dimension_of_a_constraint(capsys):
+    from snippets.concepts.automatic_sharding import propagation
+
+    mesh = propagation.build_mesh()
+    capsys.readouterr()
+    specs = constraints.vmapped_constraint(mesh)
+    assert specs == {None: P(None, "y"), "x": P("x", "y")}
+    assert capsys.readouterr().out.splitlines() == [
+        "spmd_axis_name=None: P(None, 'y')",
+        "spmd_axis_name='x': P('x', 'y')",
+    ]
