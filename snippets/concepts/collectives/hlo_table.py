@@ -87,6 +87,26 @@ def hlo_table(
     return found
 
 
+def cost_table(examples: list[tuple]) -> dict[str, tuple[str, int, int, float]]:
+    """The bytes one device sends for each example of the HLO table, by the ring model."""
+    # --8<-- [start:costs]
+    costs = {}
+    print(f"{'jax.lax':20} {'HLO':19} {'N':>2} {'block':>6} {'result':>7} {'sent':>5}")
+    for name, f, data, on in examples:
+        placed = jax.device_put(data, NamedSharding(on, P(on.axis_names)))
+        run = jax.jit(functools.partial(per_device, f, mesh=on))
+        block = placed.addressable_shards[0].data.nbytes  # (1)!
+        for c in read_collectives(run.lower(placed).compile()):
+            costs[name] = (c.kind, c.group_size, block, c.result_bytes, c.wire_bytes)
+            n = c.group_size or "-"  # a permute sends to one device, not a group
+            print(
+                f"{name:20} {c.kind:19} {n:>2} {block:>6} "
+                f"{c.result_bytes:>7} {c.wire_bytes:>5.0f}"
+            )
+    # --8<-- [end:costs]
+    return costs
+
+
 def page_programs():
     """The page's meshes, data and per-collective functions, as its earlier blocks build them."""
     from snippets.concepts.collectives import (
@@ -117,6 +137,18 @@ def page_programs():
 def main() -> None:
     arrays, functions = page_programs()
     hlo_table(*arrays, **functions)
+    mesh, mesh_2x4, x, x8 = arrays
+    f = functions
+    cost_table(
+        [
+            ("psum", f["total"], x, mesh),
+            ("psum over y (2 x 4)", f["row_total"], x, mesh_2x4),
+            ("all_gather, tiled", f["gather_tiled"], x, mesh),
+            ("psum_scatter", f["scatter"], x8, mesh),
+            ("ppermute, ring", f["shift"], x, mesh),
+            ("all_to_all", f["exchange"], x8, mesh),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -113,3 +113,36 @@ def test_the_cpu_program_names_groups_by_mesh_axis(line_mesh):
     )
     x = jax.device_put(jax.numpy.arange(8.0), jax.NamedSharding(line_mesh, P("x")))
     assert "replica_groups=mesh['x'=8] {'x'}" in total.lower(x).compile().as_text()
+
+
+def test_each_collective_sends_what_the_ring_model_says(devices, capsys):
+    """The cost section: with V the whole array a collective works on, N its group."""
+    arrays, functions = hlo_table.page_programs()
+    mesh, mesh_2x4, x, x8 = arrays
+    f = functions
+    capsys.readouterr()
+    costs = hlo_table.cost_table(
+        [
+            ("psum", f["total"], x, mesh),
+            ("psum over y (2 x 4)", f["row_total"], x, mesh_2x4),
+            ("all_gather, tiled", f["gather_tiled"], x, mesh),
+            ("psum_scatter", f["scatter"], x8, mesh),
+            ("ppermute, ring", f["shift"], x, mesh),
+            ("all_to_all", f["exchange"], x8, mesh),
+            ("axis_index (2 x 4)", f["position"], x, mesh_2x4),
+        ]
+    )
+    assert "axis_index (2 x 4)" not in costs  # nothing sent
+    f32 = 4
+    small, large = x.size // 8 * f32, x8.size // 8 * f32  # one device's block
+    assert costs == {
+        "psum": ("all-reduce", 8, small, small, 2 * 7 / 8 * small),
+        "psum over y (2 x 4)": ("all-reduce", 4, small, small, 2 * 3 / 4 * small),
+        "all_gather, tiled": ("all-gather", 8, small, 8 * small, 7 / 8 * 8 * small),
+        "psum_scatter": ("reduce-scatter", 8, large, large // 8, 7 / 8 * large),
+        "ppermute, ring": ("collective-permute", None, small, small, small),
+        "all_to_all": ("all-to-all", 8, large, large, 7 / 8 * large),
+    }
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["jax.lax", "HLO", "N", "block", "result", "sent"]
+    assert lines[1].split() == ["psum", "all-reduce", "8", "8", "8", "14"]
