@@ -31,11 +31,17 @@ def reshape(mesh: Mesh, grid: jax.Array) -> dict[tuple, str]:
                 shapes[shape] = str(jax.typeof(grid.reshape(shape)))
             except Exception as err:  # ShardingTypeError, not exported by jax
                 shapes[shape] = f"{type(err).__name__}: {str(err).split('. ')[0]}"
-            print(f"{jax.typeof(grid)} -> {shape}: {shapes[shape]}")
+            said = shapes[
+                shape
+            ]  # an error's line starts with its class, as Python prints it
+            print(
+                f"{jax.typeof(grid)} -> {shape}:",
+                said,
+                sep="\n" if "Error" in said else "\n  ",
+            )
         chosen = jnp.reshape(grid, (8, 4), out_sharding=P("x", None))  # (1)!
-        print(
-            f"{jax.typeof(grid)} -> (8, 4), out_sharding=P('x', None): {jax.typeof(chosen)}"
-        )
+        print(f"{jax.typeof(grid)} -> (8, 4), out_sharding=P('x', None):")
+        print(f"  {jax.typeof(chosen)}")
     # --8<-- [end:reshape]
     return shapes
 
@@ -53,7 +59,7 @@ def constraint_checks(mesh: Mesh, grid: jax.Array) -> list[str]:
                 said.append(f"{spec}: {jax.typeof(doubled(grid, spec=spec))}")
             except AssertionError as err:
                 said.append(f"{spec}: AssertionError: {str(err).split('. ')[0]}")
-            print(said[-1])
+            print(said[-1].replace(": ", ":\n" if "Error" in said[-1] else ":\n  ", 1))
     # --8<-- [end:constraint]
     return said
 
