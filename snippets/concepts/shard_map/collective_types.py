@@ -28,7 +28,7 @@ def shift(b):
     return jax.lax.ppermute(b, "x", [(i, (i + 1) % 8) for i in range(8)])
 
 
-COLLECTIVES = {
+VMA_EXAMPLES = {
     "psum(b)": lambda b: jax.lax.psum(b, "x"),
     "pmean(b)": lambda b: jax.lax.pmean(b, "x"),
     "pmax(b)": lambda b: jax.lax.pmax(b, "x"),
@@ -68,7 +68,7 @@ def collective_types(mesh: Mesh, w: jax.Array) -> dict[str, tuple]:
     rows = {}
 
     def body(b, w):
-        for name, collective in COLLECTIVES.items():
+        for name, collective in VMA_EXAMPLES.items():
             arg = w if name.startswith("pcast") else b
             out = collective(arg)
             try:

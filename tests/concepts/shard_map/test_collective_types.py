@@ -35,7 +35,7 @@ def test_only_the_invariant_results_may_leave_with_out_specs_p(line_mesh, rows):
         if name.startswith("pcast"):
             continue
         leave = jax.shard_map(
-            collective_types.COLLECTIVES[name],
+            collective_types.VMA_EXAMPLES[name],
             mesh=line_mesh,
             in_specs=P("x"),
             out_specs=P(),
