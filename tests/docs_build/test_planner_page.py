@@ -13,6 +13,7 @@ import pytest
 from docs_build import outputs, planner_page
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
+from docs_build import transformer_cost as tc
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "strategy-planner.md"
 GRID = planner_page.compiled()
@@ -177,56 +178,133 @@ def test_the_static_examples_are_what_the_planner_gives():
     tables = [
         t for t in planner_page.fill(PAGE.read_text()).split("\n\n") if "|---" in t
     ]
-    assert len(tables) == len(planner_page.examples())
+    assert len(tables) == len(planner_page.examples()) == 3
     for table, case in zip(tables, planner_page.examples(), strict=True):
         model = planner_page.model_of(case)
-        rows = iter(
-            pl.plan_table(
+        figures = {
+            r.layout: r
+            for r in pl.plan_table(
                 model,
                 case["devices"],
                 case["memory"] * 2**30,
                 planner_page.plans()[case["plan"]],
                 case["backend"],
             )
-        )
-        lines = table.splitlines()[2:]
-        layouts = pl.layouts(case["devices"])
-        assert len(lines) == len(layouts)
-        for line, layout in zip(lines, layouts, strict=True):
+        }
+        lines = table.splitlines()
+        assert lines[0].strip("| ").split(" | ") == list(planner_page.COLUMNS)
+        rows = planner_page.ordered(planner_page.answer(case)["rows"])
+        assert len(lines) - 2 == len(rows) == len(pl.layouts(case["devices"]))
+        for line, r in zip(lines[2:], rows, strict=True):
             cells = [c.strip() for c in line.strip("|").split("|")]
-            where = [layout.name, planner_page.mesh_text([*layout.mesh, layout.stages])]
-            why = pl.reasons(model, layout)
-            if why:  # in its place, with what to change
-                assert cells == [
-                    *where,
-                    "",
-                    "",
-                    "",
-                    f"cannot split this model: {'; '.join(why)}",
-                ]
+            assert cells == planner_page.example_cells(r, case["chip"])
+            if not r["valid"]:
+                assert cells[-1].startswith("cannot split this model: ")
                 continue
-            row = next(rows)
-            assert cells == [
-                *where,
-                planner_page.size_text(row.state),
-                "yes" if row.fits else "no",
-                planner_page.size_text(row.wire),
-                planner_page.basis(case, layout)[1],
-            ]
-        assert next(rows, None) is None
-    # the first example is the form's starting point; both show a row that does not fit,
-    # the second rows that cannot split Llama-3-8B (8 key/value heads over 16 or more)
+            layout = next(
+                lay
+                for lay in figures
+                if lay.name == r["layout"] and [*lay.mesh, lay.stages] == r["mesh"]
+            )
+            assert cells[3] == planner_page.size_text(figures[layout].state)
+            assert cells[7] == planner_page.size_text(figures[layout].wire)
+            if layout.stages > 1:
+                assert planner_page.LABELS["no model"] in cells
+                continue
+            backend = planner_page.chip_facts(case["chip"])["backend"]
+            temp = tc.temp_bytes(model, layout, backend)
+            assert cells[5] == planner_page.size_text(temp)
+            bound = tc.time_bound(
+                model,
+                layout,
+                case["chip"],
+                planner_page.chip_facts(case["chip"])["per_node"],
+            )
+            assert cells[8] == planner_page.time_text(bound.compute)
+            assert cells[10] == (
+                f"{planner_page.time_text(bound.perfect_overlap)}, "
+                f"{planner_page.time_text(bound.no_overlap)}"
+            )
+    # the first example is the form's starting point; each shows a row that does not fit
+    # and ranked rows; Llama-3-8B's rows cannot split 8 key/value heads over 16 or more
     assert planner_page.examples()[0] is planner_page.DEFAULTS
     for case in planner_page.examples():
-        assert any(
-            r["valid"] and not r["fits"] for r in planner_page.answer(case)["rows"]
-        )
+        rows = planner_page.answer(case)["rows"]
+        assert any(r["valid"] and not r.get("total_fits", True) for r in rows)
+        assert any(r["rank"] for r in rows)
     second = planner_page.answer(planner_page.examples()[1])["rows"]
     assert {r["mesh"][2] for r in second if not r["valid"] and r["mesh"][3] == 1} == {
         16,
         32,
         64,
     }
+
+
+def test_rows_that_fit_are_ranked_by_the_overlapped_bound():
+    for case in planner_page.examples():
+        rows = planner_page.ordered(planner_page.answer(case)["rows"])
+        ranked = [r for r in rows if r["rank"]]
+        assert [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
+        assert rows[: len(ranked)] == ranked  # ranked rows first
+        times = [r["time"]["perfect_overlap"] for r in ranked]
+        assert times == sorted(times)
+        for r in rows[len(ranked) :]:  # the others: no time, or not fitting
+            assert not r["valid"] or not r.get("total_fits") or "why" in r["time"]
+            assert r["total"] > case["memory"] * 2**30 if r.get("total") else True
+
+
+def test_a_row_fits_only_with_its_temporaries():
+    case = planner_page.DEFAULTS
+    rows = planner_page.answer(case)["rows"]
+    # a layout whose state fits and whose temporaries push it over
+    over = [
+        r for r in rows if r["valid"] and r["fits"] and r.get("total_fits") is False
+    ]
+    assert over
+    for r in over:
+        assert r["total"] == r["state"] + r["temporaries"]
+        assert planner_page.room_text(r) == (
+            f"does not fit by {planner_page.size_text(r['total'] - 2**30)}"
+        )
+
+
+def test_the_time_says_why_where_it_has_none():
+    rows = planner_page.answer({**planner_page.DEFAULTS, "chip": "cpu"})["rows"]
+    assert {r["time"]["why"] for r in rows if r["valid"] and r["mesh"][3] == 1} == {
+        planner_page.LABELS["no peak"]
+    }
+    rows = planner_page.answer({**planner_page.DEFAULTS, "optimizer": "sgd"})["rows"]
+    assert all(
+        "measured for ['adamw']" in r["time"]["why"]
+        for r in rows
+        if r["valid"] and r["mesh"][3] == 1
+    )
+    pipeline = [r for r in rows if r["mesh"][3] > 1]
+    assert pipeline and all(
+        r["time"] == {"why": planner_page.LABELS["no model"]} and "temporaries" not in r
+        for r in pipeline
+    )
+
+
+def test_the_page_quotes_the_real_h100_step_and_where_temporaries_hold():
+    text = filled()
+    bound, measured, _ = tc.card_step_bound()
+    assert bound < measured
+    said = (
+        f"took {planner_page.time_text(measured)} where this bound is "
+        f"{planner_page.time_text(bound)}"
+    )
+    assert said == "took 65.8 ms where this bound is 17.8 ms"
+    assert said in text
+    assert (
+        f"checked on CPU within {tc.TOLERANCE['cpu']:.0%}; checked on H100 within "
+        f"{tc.TOLERANCE['gpu']:.0%}; unchecked on TPU" in text
+    )
+    for chip, where in (
+        ("v5e", "unchecked on TPU"),
+        ("h100", "checked on H100 within"),
+    ):
+        assert where in planner_page.chip_note(chip)
 
 
 def test_the_scripts_constants_are_the_planners():
@@ -330,6 +408,7 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
     assert found[-1] == {
         "layout": "pipeline",
         "mesh": [1, 1, 1, 8],
+        "rank": None,
         "valid": False,
         "reason": "a batch of 16 does not cut into 5 microbatches: use a number of "
         "microbatches that divides it",
@@ -386,9 +465,12 @@ def test_the_large_example_has_no_checked_row():
     first = planner_page.examples()[0]["plan"]
     assert f"the first prices the {first} plan" in text
     assert (
-        f"the second {case['devices']} devices and a size the grid did not compile"
+        f"the others {case['devices']} devices and a size the grid did not compile"
         in text
     )
+    third = planner_page.examples()[2]
+    assert (third["devices"], third["plan"], third["chip"]) == (64, "h100:1x8", "h100")
+    assert not any(r["checked"] for r in rows_of(third) if r["valid"])
 
 
 def grid_case(config: str, target: str) -> dict:
