@@ -360,17 +360,21 @@ def chip_note(chip: str) -> str:
     )
 
 
-def time_of(model: pl.Model, layout: pl.Layout, chip: str) -> dict:
-    """A row's lower bounds on one step's seconds on `chip` (transformer_cost.time_bound
-    and mfu_bound), or why there are none."""
+def time_of(
+    model: pl.Model, layout: pl.Layout, chip: str, plan: pl.Plan = pl.TEXTBOOK
+) -> dict:
+    """A row's lower bounds on one step's seconds on `chip` with the wire bytes of `plan`
+    (transformer_cost.time_bound and mfu_bound), or why there are none."""
     facts = chip_facts(chip)
     if facts["peak"] is None:
         return {"why": LABELS["no peak"]}
     try:
-        bound = tc.time_bound(model, layout, chip, facts["per_node"])
-        mfu = tc.mfu_bound(model, layout, chip, facts["per_node"])
+        bound = tc.time_bound(model, layout, chip, facts["per_node"], plan)
     except cm.CostModelError as err:
         return {"why": str(err)}
+    # transformer_cost.mfu_bound's arithmetic, under the row's plan
+    useful = tc.model_flops(model) / layout.devices / facts["peak"]
+    mfu = useful / bound.perfect_overlap
     return {
         "compute": bound.compute,
         "networks": bound.networks,
@@ -503,7 +507,9 @@ def answer(case: dict) -> dict:
         else:
             memory = case["memory"] * GIB
             figures |= memory_of(model, layout, case["chip"], r.state, memory)
-            figures["time"] = time_of(model, layout, case["chip"])
+            figures["time"] = time_of(
+                model, layout, case["chip"], plans()[case["plan"]]
+            )
         rows.append(figures)
     return {"rows": ranked(rows)}
 

@@ -312,6 +312,128 @@
     ];
   }
 
+  // ------------------------------------------------ temporaries and time (transformer_cost)
+
+  // Python's int / int: the exact quotient, rounded once to the nearest double.
+  function divide(a, b) {
+    a = BigInt(a); b = BigInt(b);
+    var safe = BigInt(Number.MAX_SAFE_INTEGER);
+    if (a <= safe && b <= safe) return Number(a) / Number(b);
+    var bits = a.toString(2).length - b.toString(2).length;
+    var shift = bits < 66 ? 66 - bits : 0;
+    var num = a << BigInt(shift), q = num / b;
+    if (num % b) q |= 1n; // sticky: the quotient is not exact
+    return Number(q) / Math.pow(2, shift);
+  }
+
+  // transformer_cost.temp_bytes, in exact integers (BigInt).
+  function tempBytes(model, l, backend) {
+    var T_ = DATA.transformer, F32 = BigInt(DATA.f32), BF16 = BigInt(T_.bf16);
+    var BOOL = BigInt(T_.bool), INT32 = BigInt(DATA.int32);
+    var b = BigInt(idiv(model.batch, l.data * l.fsdp)), S = BigInt(model.seq);
+    var T = b * S, t = BigInt(l.tensor), f = BigInt(l.fsdp);
+    var d = BigInt(model.d_model), k = BigInt(model.headDim), L = BigInt(model.layers);
+    var heads = BigInt(model.heads) / t, kv = BigInt(model.kv) / t, v = BigInt(model.vocab) / t;
+    var mlp = BigInt(model.mlp) / t, M = BigInt(model.layerMatrices);
+    var scores = b * heads * S * S;
+    var layer = {
+      stream: 4n * F32 * T * d + 4n * F32 * T + 2n * F32 * d + 2n * BF16 * T * d,
+      heads: 2n * BF16 * T * heads * k + 2n * BF16 * T * kv * k,
+      scores: (F32 + BF16) * scores + 2n * F32 * b * heads * S,
+      mlp: (model.gated ? 6n : 5n) * BF16 * T * mlp
+    };
+    var weights = BF16 * M / t;
+    var intermediates = layer.stream + layer.heads + layer.scores + layer.mlp;
+    var finalNorm = 2n * F32 * T * d + 2n * F32 * T + F32 * d + BF16 * T * d;
+    var layers = model.remat ? L * F32 * T * d : L * (intermediates + weights);
+    var mask = model.remat ? 0n : (BOOL + F32) * scores;
+    var kept = layers + mask + finalNorm;
+    var recomputed = model.remat ? intermediates : 0n;
+    var layerWeights = model.remat ? weights : 0n;
+    var logits = BigInt(T_.logits[backend]) * T * v;
+    var head = BF16 * d * v;
+    if (backend === "gpu") head /= f;
+    var grads = F32 * L * M / (f * t), embedding = F32 * v * d;
+    var loss = kept + logits + BF16 * d * v;
+    var inLayer = kept - finalNorm + grads + embedding + head + 2n * F32 * scores;
+    if (model.remat) inLayer += recomputed + layerWeights;
+    if (backend !== "gpu") {
+      loss += grads + embedding;
+    } else {
+      inLayer -= embedding;
+      if (model.remat) {
+        inLayer += (model.gated ? 3n : 2n) * BF16 * T * mlp - layer.mlp;
+        inLayer += (BOOL + F32) * scores;
+      }
+    }
+    return loss > inLayer ? loss : inLayer;
+  }
+
+  // transformer_cost.step_flops (exact integers), with its optimizer check.
+  function stepFlops(model) {
+    var measured = DATA.transformer.optimizer_flops;
+    var B = BigInt(model.batch), S = BigInt(model.seq), d = BigInt(model.d_model);
+    var tokens = B * S, M = BigInt(model.layerMatrices), L = BigInt(model.layers);
+    var projections = 2n * tokens * M, attention = 4n * B * S * S * d;
+    var down = 2n * tokens * d * BigInt(model.mlp);
+    var forward = L * (projections + attention) + 2n * tokens * d * BigInt(model.vocab);
+    if (!Object.prototype.hasOwnProperty.call(measured, model.optimizer)) {
+      throw new CostModelError("the optimizer's FLOPs are measured for [" +
+        Object.keys(measured).sort().map(pystr).join(", ") + "], not " +
+        pystr(model.optimizer));
+    }
+    return {
+      forward: forward, backward: 2n * forward,
+      recompute: model.remat ? L * (projections + attention - down) : 0n,
+      optimizer: measured[model.optimizer]
+    };
+  }
+
+  // transformer_cost.time_bound and mfu_bound on a chip of DATA.chips, or why not.
+  function timeOf(model, l, name, plan) {
+    var chip = DATA.chips[name];
+    if (chip.peak === null) return { why: DATA.coverage.labels["no peak"] };
+    var n = l.data * l.fsdp * l.tensor, flops;
+    try {
+      var total = stepFlops(model);
+      var f = l.fsdp, t = l.tensor;
+      var matrices = BigInt(model.layers) * BigInt(model.layerMatrices) +
+        BigInt(model.embeddings);
+      var updated = divide(matrices, f * t) +
+        divide(BigInt(2 * model.layers + 1) * BigInt(model.d_model), f);
+      flops = pysum([divide(total.forward, n), divide(total.backward, n),
+        divide(total.recompute, n), total.optimizer * updated]);
+      var perNode = chip.per_node === null ? n : chip.per_node;
+      if (n > perNode && perNode % t && t % perNode) {
+        throw new CostModelError("tensor " + t + " does not tile nodes of " + perNode +
+          " devices: make one divide the other");
+      }
+    } catch (err) {
+      if (!(err instanceof CostModelError)) throw err;
+      return { why: err.message };
+    }
+    var names = Object.keys(chip.networks);
+    var span = { activations: t, gathers: f * t, gradients: n, loss: n };
+    var sent = {};
+    names.forEach(function (k) { sent[k] = 0; });
+    wireTerms(model, l, plan).forEach(function (term) {
+      sent[names[span[term[0]] <= perNode ? 0 : 1]] += term[1];
+    });
+    var networks = {}, longest = 0;
+    names.forEach(function (k) {
+      networks[k] = sent[k] / chip.networks[k].rate;
+      if (networks[k] > longest) longest = networks[k];
+    });
+    var compute = flops / chip.peak;
+    var perfect = Math.max(compute, longest);
+    var useful = divide(total.forward + total.backward, n) / chip.peak;
+    return {
+      compute: compute, networks: networks,
+      no_overlap: compute + pysum(names.map(function (k) { return networks[k]; })),
+      perfect_overlap: perfect, mfu: useful / perfect
+    };
+  }
+
   // str.format's {name} fields, as planner_page fills the same templates.
   function fill(template, values) {
     return template.replace(/\{(\w+)\}/g, function (_, name) { return String(values[name]); });
@@ -363,13 +485,13 @@
   // plan_table, with planner_page.basis), or why it cannot split the model (planner.reasons).
   function planTable(c) {
     var model = c.model, memory = c.memory, plan = c.plan, backend = c.backend;
-    return layouts(c.devices).map(function (l) {
+    return ranked(layouts(c.devices).map(function (l) {
       var why = reasons(model, l);
-      if (why.length) return { layout: l, valid: false, reason: why.join("; ") };
+      if (why.length) return { layout: l, valid: false, reason: why.join("; "), rank: null };
       var state = stateBytes(model, l, backend);
       var terms = wireTerms(model, l, plan);
       var found = basis(c, l);
-      return {
+      var row = {
         layout: l,
         valid: true,
         state: state,
@@ -377,9 +499,34 @@
         terms: terms,
         fits: state <= memory,
         checked: found[0],
-        basis: found[1]
+        basis: found[1],
+        rank: null
       };
+      if (l.stages > 1) {
+        row.time = { why: DATA.coverage.labels["no model"] };
+        return row;
+      }
+      // planner_page.memory_of: an integer total against a memory that may have a fraction
+      var temporaries = tempBytes(model, l, DATA.chips[c.chip].backend);
+      var total = BigInt(state) + temporaries;
+      row.temporaries = temporaries;
+      row.total = total;
+      row.room = memory - Number(total);
+      row.total_fits = total <= BigInt(Math.floor(memory));
+      row.time = timeOf(model, l, c.chip, plan);
+      return row;
+    }));
+  }
+
+  // planner_page.ranked: the rows with a time whose state and temporaries fit, numbered by
+  // the overlapped bound, fastest first (a stable sort: ties keep the layouts' order).
+  function ranked(rows) {
+    var fast = rows.filter(function (r) {
+      return r.total_fits && r.time.perfect_overlap !== undefined;
     });
+    fast.sort(function (a, b) { return a.time.perfect_overlap - b.time.perfect_overlap; });
+    fast.forEach(function (r, i) { r.rank = i + 1; });
+    return rows;
   }
 
   // ------------------------------------------------------------ what the page shows
@@ -433,6 +580,9 @@
     });
     Object.keys(DATA.plans).forEach(function (name) {
       f.plan.appendChild(element("option", { value: name }, DATA.plans[name].label));
+    });
+    Object.keys(DATA.chips).forEach(function (name) {
+      f.chip.appendChild(element("option", { value: name }, DATA.chips[name].label));
     });
     f.preset.appendChild(element("option", { value: DATA.custom }, "custom: your own sizes"));
     Object.keys(DATA.presets).forEach(function (name) {
@@ -540,7 +690,7 @@
     if (Object.keys(problems).length) return { problems: problems };
     return { model: made.model, devices: Number(devicesText), memory: gib * DATA.gib,
       gib: gib, plan: DATA.plans[f.plan.value], planName: f.plan.value,
-      backend: f.backend.value, preset: f.preset.value };
+      backend: f.backend.value, preset: f.preset.value, chip: f.chip.value };
   };
 
   // Draws the answer again only when a field changed: a field's `change` event (on leaving
@@ -694,7 +844,9 @@
 
   window.StrategyPlanner = {
     planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
-    pysum: pysum,
+    pysum: pysum, divide: divide,
+    // the page's constants, for running the arithmetic without the page (the tests, in Node)
+    load: function (json) { DATA = JSON.parse(json); },
     CostModelError: CostModelError
   };
 

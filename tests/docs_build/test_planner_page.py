@@ -6,6 +6,8 @@ figures with planner.py's for a grid of inputs (tests/browser/test_planner.py)."
 import dataclasses
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -219,6 +221,7 @@ def test_the_static_examples_are_what_the_planner_gives():
                 layout,
                 case["chip"],
                 planner_page.chip_facts(case["chip"])["per_node"],
+                planner_page.plans()[case["plan"]],
             )
             assert cells[8] == planner_page.time_text(bound.compute)
             assert cells[10] == (
@@ -638,3 +641,95 @@ def test_a_row_outside_the_grid_says_what_it_is_extrapolated_to(change, outside)
             "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 4 compiled "
             f"sizes to {outside}"
         )
+
+
+# The script's arithmetic run in Node, without the page: each case's model made from the
+# form's text (makeModel), then planTable; what the rows gain (temporaries, the fit with
+# them, the time and the rank) read back for comparison with Python's.
+NODE = """
+const fs = require("fs");
+global.window = {};
+global.document = { getElementById: () => null, readyState: "complete" };
+eval(fs.readFileSync(process.argv[2], "utf8"));
+const P = window.StrategyPlanner;
+P.load(fs.readFileSync(process.argv[3], "utf8"));
+const data = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const cases = JSON.parse(fs.readFileSync(process.argv[4], "utf8"));
+const out = cases.map((c) => {
+  const raw = {};
+  for (const k of ["vocab", "d_model", "heads", "kv_heads", "mlp", "layers", "seq",
+                   "batch", "microbatches"]) raw[k] = String(c[k]);
+  Object.assign(raw, {gated: c.gated, tied: c.tied, optimizer: c.optimizer,
+                      param_bytes: String(c.param_bytes), remat: c.remat});
+  const made = P.makeModel(raw);
+  const rows = P.planTable({model: made.model, devices: c.devices,
+    memory: c.memory * data.gib, plan: data.plans[c.plan], planName: c.plan,
+    backend: c.backend, chip: c.chip});
+  return rows.map((r) => {
+    const o = {layout: r.layout.name, rank: r.rank};
+    if (!r.valid) return o;
+    if (r.temporaries !== undefined) {
+      Object.assign(o, {temporaries: String(r.temporaries), total: String(r.total),
+                        room: r.room, total_fits: r.total_fits});
+    }
+    o.time = r.time;
+    return o;
+  });
+});
+process.stdout.write(JSON.stringify(out));
+"""
+NEW_FIELDS = ("rank", "temporaries", "total", "room", "total_fits", "time")
+
+
+def node_cases() -> list[dict]:
+    """The browser grid's cases the model accepts (presets and compiled sizes among them),
+    each on every chip in turn, and the examples."""
+    chips = planner_page.CHIPS
+    found = [
+        {**c, "chip": chips[i % len(chips)]}
+        for i, c in enumerate(planner_page.cases())
+        if "rows" in planner_page.answer(c)
+    ]
+    return [*found, *planner_page.examples()]
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="needs Node.js (apt-get nodejs)"
+)
+def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
+    cases = node_cases()
+    assert {c["preset"] for c in cases} >= set(planner_page.presets())
+    assert {c["chip"] for c in cases} == set(planner_page.CHIPS)
+    (tmp_path / "data.json").write_text(
+        planner_page.data_json().replace("\\u003c", "<")
+    )
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    (tmp_path / "drive.js").write_text(NODE)
+    script = PAGE.parents[1] / "javascripts" / "strategy-planner.js"
+    done = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "drive.js"),
+            str(script),
+            str(tmp_path / "data.json"),
+            str(tmp_path / "cases.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout)
+    wrong, timed = [], 0
+    for case, rows in zip(cases, got, strict=True):
+        want = planner_page.answer(case)["rows"]
+        for w, g in zip(want, rows, strict=True):
+            expect = {k: w[k] for k in NEW_FIELDS if k in w}
+            for k in ("temporaries", "total"):
+                if k in expect:
+                    expect[k] = str(expect[k])
+            if g != {"layout": w["layout"], **expect}:
+                wrong.append((case, w, g))
+            timed += "mfu" in w.get("time", {})
+    assert timed >= 300
+    assert not wrong, f"{len(wrong)} rows differ; the first: {wrong[0][1:]}"
