@@ -66,6 +66,7 @@ MARKERS = {
     "card step": "<!-- planner: card step -->",
     "card bound": "<!-- planner: card bound -->",
     "temporaries": "<!-- planner: temporaries -->",
+    "tpu temporaries": "<!-- planner: tpu temporaries -->",
 }
 
 
@@ -174,6 +175,10 @@ LABELS = {
     "no model": "no activation or time model for a pipeline: the transformer step has no "
     "stages to compile",
     "no peak": "no time: a CPU has no published bfloat16 peak; pick a TPU or GPU chip",
+    # the sequences per device above which a row is compute-bound: none (its network's
+    # bytes grow with the batch as fast as its FLOPs), or below one (from one sequence)
+    "never": "never",
+    "any": "any",
 }
 
 
@@ -335,6 +340,34 @@ def temporaries_note(backend: str) -> str:
     return f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
 
 
+# The TPU program transformer_cost.UNCHECKED names: its temporaries are fewer bytes than
+# the layer inputs its step keeps for the backward pass.
+TPU_UNCHECKED = ("v5e:2x4", "gqa, gated, tied", (1, 1, 8))
+
+
+def tpu_temporaries() -> str:
+    """Why the temporaries formula is not held to TPU programs: the program UNCHECKED
+    names reports fewer temporaries than its step's layer inputs, in the page's words."""
+    target, config, mesh = TPU_UNCHECKED
+    g = tc.grid()
+    entry = next(
+        e
+        for e in g["entries"]
+        if (e["target"], e["config"], tuple(e["mesh"])) == TPU_UNCHECKED
+    )
+    temp = entry["memory"]["temp_bytes"]
+    kept = tc.residual_bytes(pl.model_of(g, config), pl.entry_layout(entry))["layers"]
+    if temp >= kept:
+        raise ValueError(f"{TPU_UNCHECKED}: {temp} bytes of temporaries hold {kept}")
+    return (
+        f"On {TARGET_NAMES[target]} ({target}), the grid's Llama-style size on the mesh "
+        f"{mesh_text([*mesh, 1])} reports {size_text(temp)} of temporaries, fewer than "
+        f"the {size_text(kept)} of layer inputs its step keeps for the backward pass: "
+        "they do not count what the formula counts, so the formula is not held to TPU "
+        "programs"
+    )
+
+
 def temporaries_checked() -> str:
     """Where the temporaries formula holds, every backend in words."""
     return "; ".join(temporaries_note(b) for b in tc.BACKENDS)
@@ -364,12 +397,14 @@ def time_of(
     model: pl.Model, layout: pl.Layout, chip: str, plan: pl.Plan = pl.TEXTBOOK
 ) -> dict:
     """A row's lower bounds on one step's seconds on `chip` with the wire bytes of `plan`
-    (transformer_cost.time_bound and mfu_bound), or why there are none."""
+    (transformer_cost.time_bound and mfu_bound), the sequences per device above which it
+    is compute-bound (transformer_cost.compute_bound_batch), or why there are none."""
     facts = chip_facts(chip)
     if facts["peak"] is None:
         return {"why": LABELS["no peak"]}
     try:
         bound = tc.time_bound(model, layout, chip, facts["per_node"], plan)
+        threshold = tc.compute_bound_batch(model, layout, chip, facts["per_node"], plan)
     except cm.CostModelError as err:
         return {"why": str(err)}
     # transformer_cost.mfu_bound's arithmetic, under the row's plan
@@ -381,6 +416,7 @@ def time_of(
         "no_overlap": bound.no_overlap,
         "perfect_overlap": bound.perfect_overlap,
         "mfu": mfu,
+        "compute_bound": threshold,
     }
 
 
@@ -600,7 +636,19 @@ def time_text(seconds: float) -> str:
 
 
 def percent_text(fraction: float) -> str:
-    return figure_text(fraction * 100, ((1.0, "%"), (0.0, "%")))
+    """A percentage in figure_text's digits; below 1% in hundredths (an MFU bound of a
+    layout whose links take far longer than its FLOPs)."""
+    return figure_text(fraction * 100, ((1.0, "%"),))
+
+
+def bound_text(sequences: float) -> str:
+    """A row's compute-bound threshold: never, from any whole batch, or above a number of
+    sequences per device."""
+    if sequences == float("inf"):
+        return LABELS["never"]
+    if sequences < 1:  # a device holds a whole sequence or more
+        return LABELS["any"]
+    return figure_text(sequences, ((1.0, ""),))
 
 
 def room_text(r: dict) -> str:
@@ -629,6 +677,7 @@ COLUMNS = (
     "network at least",
     "step at least (overlap, none)",
     "MFU at most",
+    "compute-bound above (sequences per device)",
     "figures",
 )
 
@@ -653,13 +702,14 @@ def example_cells(r: dict, chip: str) -> list[str]:
     cells.append(size_text(r["wire"]))
     t = r["time"]
     if "why" in t:
-        cells += ["", "", "" if "temporaries" not in r else t["why"], ""]
+        cells += ["", "", "" if "temporaries" not in r else t["why"], "", ""]
     else:
         cells += [
             time_text(t["compute"]),
             network_text(t["networks"], chip),
             f"{time_text(t['perfect_overlap'])}, {time_text(t['no_overlap'])}",
             percent_text(t["mfu"]),
+            bound_text(t["compute_bound"]),
         ]
     return [*cells, r["basis"]]
 
@@ -743,6 +793,8 @@ def data_json() -> str:
             "logits": tc.LOGITS,
             "optimizer_flops": tc.OPTIMIZER_FLOPS,
         },
+        # the table's columns, as the examples' (the script adds the formulas)
+        "columns": COLUMNS,
         "chips": {
             chip: {**chip_facts(chip), "note": chip_note(chip)} for chip in CHIPS
         },
@@ -770,6 +822,7 @@ def fill(markdown: str) -> str:
         "card step": time_text(measured),
         "card bound": time_text(bound),
         "temporaries": temporaries_checked(),
+        "tpu temporaries": tpu_temporaries(),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])
@@ -877,7 +930,8 @@ def cases() -> list[dict]:
     list and every preset with device counts from 1 to 256, each compiled size as the grid
     compiled it, DRAWN cases of sizes drawn freely (grouped-query attention, gated MLPs
     and tied heads among them), each with an optimizer, parameter type, backend and plan,
-    the refused inputs and the inputs some layouts cannot split."""
+    the refused inputs and the inputs some layouts cannot split; each case on one of the
+    chips, in turn."""
     rng = random.Random(0)
     found = []
     chosen = [(CUSTOM, sizes) for sizes in SIZE_CHOICES] + [
@@ -935,7 +989,8 @@ def cases() -> list[dict]:
         )
     for change in (*REFUSED, *GREYED):
         found.append({**DEFAULTS, **change})
-    return found
+    # each chip in turn (no draw: the other fields stay as drawn)
+    return [{**c, "chip": CHIPS[k % len(CHIPS)]} for k, c in enumerate(found)]
 
 
 def main() -> int:
