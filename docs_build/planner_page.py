@@ -31,8 +31,11 @@ import json
 import random
 from functools import cache
 
+from docs_build import costmodel as cm
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
+from docs_build import steptime
+from docs_build import transformer_cost as tc
 from docs_build.compiled import targets as tg
 
 GIB = 2**30
@@ -60,6 +63,10 @@ MARKERS = {
     "programs": "<!-- planner: programs -->",
     "largest state": "<!-- planner: largest state -->",
     "largest wire": "<!-- planner: largest wire -->",
+    "card step": "<!-- planner: card step -->",
+    "card bound": "<!-- planner: card bound -->",
+    "temporaries": "<!-- planner: temporaries -->",
+    "tpu temporaries": "<!-- planner: tpu temporaries -->",
 }
 
 
@@ -128,6 +135,7 @@ DEFAULTS = {
     "memory": 1,
     "backend": "cpu",
     "plan": "textbook",
+    "chip": "h100",
 }
 
 
@@ -163,6 +171,14 @@ LABELS = {
     "mesh": "this mesh",
     "plan": "this size under the page size's plan",
     "and": ", ",
+    # the time and temporaries a row cannot give, and why
+    "no model": "no activation or time model for a pipeline: the transformer step has no "
+    "stages to compile",
+    "no peak": "no time: a CPU has no published bfloat16 peak; pick a TPU or GPU chip",
+    # the sequences per device above which a row is compute-bound: none (its network's
+    # bytes grow with the batch as fast as its FLOPs), or below one (from one sequence)
+    "never": "never",
+    "any": "any",
 }
 
 
@@ -280,6 +296,162 @@ def model_of(case: dict) -> pl.Model:
     return pl.Model(**{k: case[k] for k in fields})
 
 
+# ------------------------------------------------------ activations, temporaries and time
+
+# The chips the form prices a step on: a CPU (no published peak) and costmodel.LINKS's.
+CHIPS = ("cpu", *cm.LINKS)
+# GPUs joined by NVLink in one node (a DGX H100 or A100: the grid's h100:1x8); a TPU
+# job is one slice, all on ICI.
+GPU_NODE = 8
+
+
+def chip_facts(chip: str) -> dict:
+    """What the page prices a row with on `chip`: its name, its published bfloat16 peak
+    (None for a CPU), the temporaries formula's backend (transformer_cost), the devices
+    its fast links join (None: every device), and per network its name and rate."""
+    if chip == "cpu":
+        return {
+            "label": "CPU",
+            "peak": None,
+            "backend": "cpu",
+            "per_node": None,
+            "networks": {},
+        }
+    links = steptime.chip(chip)
+    family = steptime.FAMILY_NETWORKS[links.within_name]
+    gpu = links.within_name == "NVLink"
+    return {
+        "label": links.chip,
+        "peak": steptime.peak(chip, "bfloat16"),
+        "backend": "gpu" if gpu else "tpu",
+        "per_node": GPU_NODE if gpu else None,
+        "networks": {
+            family[0]: {"name": links.within_name, "rate": links.within},
+            family[1]: {"name": links.between_name, "rate": links.between},
+        },
+    }
+
+
+def temporaries_note(backend: str) -> str:
+    """Where the temporaries formula of a backend was held to compiled programs."""
+    if backend in tc.UNCHECKED:
+        return "unchecked on TPU"
+    target = TARGET_NAMES[tc.CHECKED[backend]]
+    return f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
+
+
+# The TPU program transformer_cost.UNCHECKED names: its temporaries are fewer bytes than
+# the layer inputs its step keeps for the backward pass.
+TPU_UNCHECKED = ("v5e:2x4", "gqa, gated, tied", (1, 1, 8))
+
+
+def tpu_temporaries() -> str:
+    """Why the temporaries formula is not held to TPU programs: the program UNCHECKED
+    names reports fewer temporaries than its step's layer inputs, in the page's words."""
+    target, config, mesh = TPU_UNCHECKED
+    g = tc.grid()
+    entry = next(
+        e
+        for e in g["entries"]
+        if (e["target"], e["config"], tuple(e["mesh"])) == TPU_UNCHECKED
+    )
+    temp = entry["memory"]["temp_bytes"]
+    kept = tc.residual_bytes(pl.model_of(g, config), pl.entry_layout(entry))["layers"]
+    if temp >= kept:
+        raise ValueError(f"{TPU_UNCHECKED}: {temp} bytes of temporaries hold {kept}")
+    return (
+        f"On {TARGET_NAMES[target]} ({target}), the grid's Llama-style size on the mesh "
+        f"{mesh_text([*mesh, 1])} reports {size_text(temp)} of temporaries, fewer than "
+        f"the {size_text(kept)} of layer inputs its step keeps for the backward pass: "
+        "they do not count what the formula counts, so the formula is not held to TPU "
+        "programs"
+    )
+
+
+def temporaries_checked() -> str:
+    """Where the temporaries formula holds, every backend in words."""
+    return "; ".join(temporaries_note(b) for b in tc.BACKENDS)
+
+
+def chip_note(chip: str) -> str:
+    """What a row's memory and time on `chip` rest on, in words."""
+    facts = chip_facts(chip)
+    note = f"temporaries by formula, {temporaries_note(facts['backend'])}"
+    if chip != "cpu" and facts["backend"] == "gpu" and chip != "h100":
+        note += f" (the H100's formula: no {facts['label']} program compiled)"
+    if facts["peak"] is None:
+        return note + "; " + LABELS["no peak"]
+    nets = " and ".join(
+        f"{n['name']} at {n['rate'] / 1e9:g} GB/s" for n in facts["networks"].values()
+    )
+    where = (
+        f"{GPU_NODE} GPUs per node" if facts["per_node"] else "every chip in one slice"
+    )
+    return (
+        f"{note}; time: lower bounds at {facts['label']}'s published bfloat16 peak of "
+        f"{facts['peak'] / 1e12:g} TFLOP/s and {nets} ({where})"
+    )
+
+
+def time_of(
+    model: pl.Model, layout: pl.Layout, chip: str, plan: pl.Plan = pl.TEXTBOOK
+) -> dict:
+    """A row's lower bounds on one step's seconds on `chip` with the wire bytes of `plan`
+    (transformer_cost.time_bound and mfu_bound), the sequences per device above which it
+    is compute-bound (transformer_cost.compute_bound_batch), or why there are none."""
+    facts = chip_facts(chip)
+    if facts["peak"] is None:
+        return {"why": LABELS["no peak"]}
+    try:
+        bound = tc.time_bound(model, layout, chip, facts["per_node"], plan)
+        threshold = tc.compute_bound_batch(model, layout, chip, facts["per_node"], plan)
+    except cm.CostModelError as err:
+        return {"why": str(err)}
+    # transformer_cost.mfu_bound's arithmetic, under the row's plan
+    useful = tc.model_flops(model) / layout.devices / facts["peak"]
+    mfu = useful / bound.perfect_overlap
+    return {
+        "compute": bound.compute,
+        "networks": bound.networks,
+        "no_overlap": bound.no_overlap,
+        "perfect_overlap": bound.perfect_overlap,
+        "mfu": mfu,
+        "compute_bound": threshold,
+    }
+
+
+def memory_of(model: pl.Model, layout: pl.Layout, chip: str, state, memory) -> dict:
+    """A row's temporaries per device (transformer_cost.temp_bytes: the activations kept
+    for the backward pass and the buffers beside them at the step's peak), the total with
+    the state, and the room it leaves in `memory` bytes (negative: over by that much)."""
+    backend = chip_facts(chip)["backend"]
+    temporaries = tc.temp_bytes(model, layout, backend)
+    total = state + temporaries
+    return {
+        "temporaries": temporaries,
+        "total": total,
+        "room": memory - total,
+        "total_fits": total <= memory,
+    }
+
+
+def ranked(rows: list[dict]) -> list[dict]:
+    """Numbers the rows with a time whose state and temporaries fit, fastest perfect-overlap
+    bound first (ties in the layouts' order); the rows stay in the layouts' order."""
+    fast = [r for r in rows if r.get("total_fits") and "perfect_overlap" in r["time"]]
+    fast.sort(key=lambda r: r["time"]["perfect_overlap"])  # stable: ties keep order
+    for rank, r in enumerate(fast, 1):
+        r["rank"] = rank
+    return rows
+
+
+def ordered(rows: list[dict]) -> list[dict]:
+    """The rows as the page shows them: the ranked ones first, by rank, then the others in
+    the layouts' order."""
+    fast = sorted((r for r in rows if r["rank"]), key=lambda r: r["rank"])
+    return fast + [r for r in rows if not r["rank"]]
+
+
 def presets() -> dict:
     """The preset menu: each published model's sizes as the form's fields, where they come
     from, and its published parameter count (snippets/advanced/transformer/presets.py)."""
@@ -344,7 +516,11 @@ def answer(case: dict) -> dict:
     )
     rows = []
     for layout in pl.layouts(case["devices"]):
-        row = {"layout": layout.name, "mesh": [*layout.mesh, layout.stages]}
+        row = {
+            "layout": layout.name,
+            "mesh": [*layout.mesh, layout.stages],
+            "rank": None,
+        }
         why = pl.reasons(model, layout)
         if why:
             rows.append({**row, "valid": False, "reason": "; ".join(why)})
@@ -352,19 +528,26 @@ def answer(case: dict) -> dict:
         r = next(table)
         assert r.layout == layout  # plan_table keeps the layouts that divide, in order
         checked, text = basis(case, layout)
-        rows.append(
-            {
-                **row,
-                "valid": True,
-                "state": r.state,
-                "wire": r.wire,
-                "terms": r.terms,
-                "fits": r.fits,
-                "checked": checked,
-                "basis": text,
-            }
-        )
-    return {"rows": rows}
+        figures = {
+            **row,
+            "valid": True,
+            "state": r.state,
+            "wire": r.wire,
+            "terms": r.terms,
+            "fits": r.fits,
+            "checked": checked,
+            "basis": text,
+        }
+        if layout.stages > 1:
+            figures["time"] = {"why": LABELS["no model"]}
+        else:
+            memory = case["memory"] * GIB
+            figures |= memory_of(model, layout, case["chip"], r.state, memory)
+            figures["time"] = time_of(
+                model, layout, case["chip"], plans()[case["plan"]]
+            )
+        rows.append(figures)
+    return {"rows": ranked(rows)}
 
 
 def size_text(n: float) -> str:
@@ -395,20 +578,30 @@ def mesh_text(mesh: list[int]) -> str:
 EXAMPLE_PRESET = "Llama-3-8B"
 
 
+EXAMPLE_BATCH = 64  # one sequence per device on 64 devices
+
+
+def _on(chip: str, **form) -> dict:
+    """Llama-3-8B on 64 chips of `chip`, with the chip's published memory in whole GiB
+    (costmodel.LINKS, taken as bytes)."""
+    return {
+        **DEFAULTS,
+        "preset": EXAMPLE_PRESET,
+        **presets()[EXAMPLE_PRESET]["fields"],
+        "batch": EXAMPLE_BATCH,
+        "devices": 64,
+        "memory": int(cm.LINKS[chip].memory_bytes // GIB),
+        "chip": chip,
+        **form,
+    }
+
+
 @cache
 def examples() -> tuple[dict, ...]:
     return (
         DEFAULTS,
-        {
-            **DEFAULTS,
-            "preset": EXAMPLE_PRESET,
-            **presets()[EXAMPLE_PRESET]["fields"],
-            "batch": 256,
-            "devices": 64,
-            "memory": 16,
-            "backend": "tpu",
-            "plan": "v5p:2x2x2",
-        },
+        _on("v5p", backend="tpu", plan="v5p:2x2x2"),
+        _on("h100", backend="cpu", plan="h100:1x8"),
     )
 
 
@@ -419,8 +612,106 @@ def example_title(case: dict) -> str:
         f"{name}{model.params / 1e6:,.0f} M parameters ({case['layers']} layers, d_model "
         f"{case['d_model']}), {case['optimizer']}, float32; {case['devices']} devices of "
         f"{case['memory']} GiB; {'TPU' if case['backend'] == 'tpu' else 'CPU'} formula, "
-        f"plan {plan_label(case['plan'])}"
+        f"plan {plan_label(case['plan'])}; {chip_facts(case['chip'])['label']}: "
+        f"{chip_note(case['chip'])}"
     )
+
+
+def figure_text(value: float, units: tuple[tuple[float, str], ...]) -> str:
+    """Three or four figures, half up, in the first unit the value reaches (the script
+    does the same operations)."""
+    scale, unit = next((u for u in units if value >= u[0]), units[-1])
+    value = value / scale
+    places = 2 if value < 10 else 1 if value < 100 else 0
+    scaled = int(value * 10**places + 0.5)
+    whole, part = divmod(scaled, 10**places)
+    return f"{whole:,}" + (f".{part:0{places}d}" if places else "") + unit
+
+
+TIME_UNITS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " \u00b5s"), (1e-9, " ns"))
+
+
+def time_text(seconds: float) -> str:
+    return "0 s" if seconds == 0 else figure_text(seconds, TIME_UNITS)
+
+
+def percent_text(fraction: float) -> str:
+    """A percentage in figure_text's digits; below 1% in hundredths (an MFU bound of a
+    layout whose links take far longer than its FLOPs)."""
+    return figure_text(fraction * 100, ((1.0, "%"),))
+
+
+def bound_text(sequences: float) -> str:
+    """A row's compute-bound threshold: never, from any whole batch, or above a number of
+    sequences per device."""
+    if sequences == float("inf"):
+        return LABELS["never"]
+    if sequences < 1:  # a device holds a whole sequence or more
+        return LABELS["any"]
+    return figure_text(sequences, ((1.0, ""),))
+
+
+def room_text(r: dict) -> str:
+    """Whether state and temporaries fit, and by how much they miss or what they leave."""
+    if r["total_fits"]:
+        return f"fits, {size_text(r['room'])} to spare"
+    return f"does not fit by {size_text(-r['room'])}"
+
+
+def network_text(networks: dict[str, float], chip: str) -> str:
+    names = chip_facts(chip)["networks"]
+    said = [f"{names[n]['name']} {time_text(s)}" for n, s in networks.items() if s]
+    return ", ".join(said) or "none"
+
+
+COLUMNS = (
+    "rank",
+    "layout",
+    f"mesh (data {TIMES} fsdp {TIMES} tensor)",
+    "state per device",
+    "state fits",
+    "temporaries",
+    "state + temporaries",
+    "wire per step per device",
+    "compute at least",
+    "network at least",
+    "step at least (overlap, none)",
+    "MFU at most",
+    "compute-bound above (sequences per device)",
+    "figures",
+)
+
+
+def example_cells(r: dict, chip: str) -> list[str]:
+    """A row of the examples' table: as the script's columns, in words."""
+    where = [str(r["rank"] or ""), r["layout"], mesh_text(r["mesh"])]
+    if not r["valid"]:
+        return [
+            *where,
+            *[""] * (len(COLUMNS) - 4),
+            f"cannot split this model: {r['reason']}",
+        ]
+    cells = [*where, size_text(r["state"]), "yes" if r["fits"] else "no"]
+    if "temporaries" in r:
+        cells += [
+            size_text(r["temporaries"]),
+            f"{size_text(r['total'])}: {room_text(r)}",
+        ]
+    else:
+        cells += ["", r["time"]["why"]]
+    cells.append(size_text(r["wire"]))
+    t = r["time"]
+    if "why" in t:
+        cells += ["", "", "" if "temporaries" not in r else t["why"], "", ""]
+    else:
+        cells += [
+            time_text(t["compute"]),
+            network_text(t["networks"], chip),
+            f"{time_text(t['perfect_overlap'])}, {time_text(t['no_overlap'])}",
+            percent_text(t["mfu"]),
+            bound_text(t["compute_bound"]),
+        ]
+    return [*cells, r["basis"]]
 
 
 def examples_table(case: dict) -> str:
@@ -428,21 +719,11 @@ def examples_table(case: dict) -> str:
     lines = [
         f"**{example_title(case)}**",
         "",
-        f"| layout | mesh (data {TIMES} fsdp {TIMES} tensor) | state per device | fits | "
-        "wire per step per device | figures |",
-        "|---|---|---|---|---|---|",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
     ]
-    for r in found["rows"]:
-        if not r["valid"]:
-            lines.append(
-                f"| {r['layout']} | {mesh_text(r['mesh'])} | | | | "
-                f"cannot split this model: {r['reason']} |"
-            )
-            continue
-        lines.append(
-            f"| {r['layout']} | {mesh_text(r['mesh'])} | {size_text(r['state'])} | "
-            f"{'yes' if r['fits'] else 'no'} | {size_text(r['wire'])} | {r['basis']} |"
-        )
+    for r in ordered(found["rows"]):
+        lines.append("| " + " | ".join(example_cells(r, case["chip"])) + " |")
     return "\n".join(lines)
 
 
@@ -505,6 +786,18 @@ def data_json() -> str:
             for name, p in plans().items()
         },
         "gib": GIB,
+        # transformer_cost's constants: the temporaries and the FLOPs by formula
+        "transformer": {
+            "bf16": tc.BF16,
+            "bool": tc.BOOL,
+            "logits": tc.LOGITS,
+            "optimizer_flops": tc.OPTIMIZER_FLOPS,
+        },
+        # the table's columns, as the examples' (the script adds the formulas)
+        "columns": COLUMNS,
+        "chips": {
+            chip: {**chip_facts(chip), "note": chip_note(chip)} for chip in CHIPS
+        },
         "defaults": DEFAULTS,
         "custom": CUSTOM,
         "presets": presets(),
@@ -518,6 +811,7 @@ def fill(markdown: str) -> str:
     if not any(m in markdown for m in MARKERS.values()):
         return markdown
     largest = gaps()
+    bound, measured, _ = tc.card_step_bound()
     values = {
         "data": f'<script type="application/json" id="planner-data">{data_json()}</script>',
         "examples": "\n\n".join(examples_table(c) for c in examples()),
@@ -525,6 +819,10 @@ def fill(markdown: str) -> str:
         "programs": str(len(compiled()["entries"])),
         "largest state": f"{largest['state']:.2%}",
         "largest wire": f"{largest['wire']:.2%}",
+        "card step": time_text(measured),
+        "card bound": time_text(bound),
+        "temporaries": temporaries_checked(),
+        "tpu temporaries": tpu_temporaries(),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])
@@ -632,7 +930,8 @@ def cases() -> list[dict]:
     list and every preset with device counts from 1 to 256, each compiled size as the grid
     compiled it, DRAWN cases of sizes drawn freely (grouped-query attention, gated MLPs
     and tied heads among them), each with an optimizer, parameter type, backend and plan,
-    the refused inputs and the inputs some layouts cannot split."""
+    the refused inputs and the inputs some layouts cannot split; each case on one of the
+    chips, in turn."""
     rng = random.Random(0)
     found = []
     chosen = [(CUSTOM, sizes) for sizes in SIZE_CHOICES] + [
@@ -690,7 +989,8 @@ def cases() -> list[dict]:
         )
     for change in (*REFUSED, *GREYED):
         found.append({**DEFAULTS, **change})
-    return found
+    # each chip in turn (no draw: the other fields stay as drawn)
+    return [{**c, "chip": CHIPS[k % len(CHIPS)]} for k, c in enumerate(found)]
 
 
 def main() -> int:

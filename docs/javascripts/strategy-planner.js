@@ -312,6 +312,179 @@
     ];
   }
 
+  // ------------------------------------------------ temporaries and time (transformer_cost)
+
+  // Python's int / int: the exact quotient, rounded once to the nearest double.
+  function divide(a, b) {
+    a = BigInt(a); b = BigInt(b);
+    var safe = BigInt(Number.MAX_SAFE_INTEGER);
+    if (a <= safe && b <= safe) return Number(a) / Number(b);
+    var bits = a.toString(2).length - b.toString(2).length;
+    var shift = bits < 66 ? 66 - bits : 0;
+    var num = a << BigInt(shift), q = num / b;
+    if (num % b) q |= 1n; // sticky: the quotient is not exact
+    return Number(q) / Math.pow(2, shift);
+  }
+
+  // transformer_cost.temp_bytes, in exact integers (BigInt).
+  function tempBytes(model, l, backend) {
+    var T_ = DATA.transformer, F32 = BigInt(DATA.f32), BF16 = BigInt(T_.bf16);
+    var BOOL = BigInt(T_.bool), INT32 = BigInt(DATA.int32);
+    var b = BigInt(idiv(model.batch, l.data * l.fsdp)), S = BigInt(model.seq);
+    var T = b * S, t = BigInt(l.tensor), f = BigInt(l.fsdp);
+    var d = BigInt(model.d_model), k = BigInt(model.headDim), L = BigInt(model.layers);
+    var heads = BigInt(model.heads) / t, kv = BigInt(model.kv) / t, v = BigInt(model.vocab) / t;
+    var mlp = BigInt(model.mlp) / t, M = BigInt(model.layerMatrices);
+    var scores = b * heads * S * S;
+    var layer = {
+      stream: 4n * F32 * T * d + 4n * F32 * T + 2n * F32 * d + 2n * BF16 * T * d,
+      heads: 2n * BF16 * T * heads * k + 2n * BF16 * T * kv * k,
+      scores: (F32 + BF16) * scores + 2n * F32 * b * heads * S,
+      mlp: (model.gated ? 6n : 5n) * BF16 * T * mlp
+    };
+    var weights = BF16 * M / t;
+    var intermediates = layer.stream + layer.heads + layer.scores + layer.mlp;
+    var finalNorm = 2n * F32 * T * d + 2n * F32 * T + F32 * d + BF16 * T * d;
+    var layers = model.remat ? L * F32 * T * d : L * (intermediates + weights);
+    var mask = model.remat ? 0n : (BOOL + F32) * scores;
+    var kept = layers + mask + finalNorm;
+    var recomputed = model.remat ? intermediates : 0n;
+    var layerWeights = model.remat ? weights : 0n;
+    var logits = BigInt(T_.logits[backend]) * T * v;
+    var head = BF16 * d * v;
+    if (backend === "gpu") head /= f;
+    var grads = F32 * L * M / (f * t), embedding = F32 * v * d;
+    var loss = kept + logits + BF16 * d * v;
+    var inLayer = kept - finalNorm + grads + embedding + head + 2n * F32 * scores;
+    if (model.remat) inLayer += recomputed + layerWeights;
+    if (backend !== "gpu") {
+      loss += grads + embedding;
+    } else {
+      inLayer -= embedding;
+      if (model.remat) {
+        inLayer += (model.gated ? 3n : 2n) * BF16 * T * mlp - layer.mlp;
+        inLayer += (BOOL + F32) * scores;
+      }
+    }
+    return loss > inLayer ? loss : inLayer;
+  }
+
+  // transformer_cost.step_flops (exact integers), with its optimizer check.
+  function stepFlops(model) {
+    var measured = DATA.transformer.optimizer_flops;
+    var B = BigInt(model.batch), S = BigInt(model.seq), d = BigInt(model.d_model);
+    var tokens = B * S, M = BigInt(model.layerMatrices), L = BigInt(model.layers);
+    var projections = 2n * tokens * M, attention = 4n * B * S * S * d;
+    var down = 2n * tokens * d * BigInt(model.mlp);
+    var forward = L * (projections + attention) + 2n * tokens * d * BigInt(model.vocab);
+    if (!Object.prototype.hasOwnProperty.call(measured, model.optimizer)) {
+      throw new CostModelError("the optimizer's FLOPs are measured for [" +
+        Object.keys(measured).sort().map(pystr).join(", ") + "], not " +
+        pystr(model.optimizer));
+    }
+    return {
+      forward: forward, backward: 2n * forward,
+      recompute: model.remat ? L * (projections + attention - down) : 0n,
+      optimizer: measured[model.optimizer]
+    };
+  }
+
+  // transformer_cost.device_flops summed as Python sums the dict (forward, backward,
+  // recompute, optimizer), with step_flops' whole-step terms.
+  function deviceFlops(model, l) {
+    var total = stepFlops(model);
+    var n = l.data * l.fsdp * l.tensor, f = l.fsdp, t = l.tensor;
+    var matrices = BigInt(model.layers) * BigInt(model.layerMatrices) +
+      BigInt(model.embeddings);
+    var updated = divide(matrices, f * t) +
+      divide(BigInt(2 * model.layers + 1) * BigInt(model.d_model), f);
+    return {
+      total: total,
+      flops: pysum([divide(total.forward, n), divide(total.backward, n),
+        divide(total.recompute, n), total.optimizer * updated])
+    };
+  }
+
+  // transformer_cost.networks: the bytes one device sends over each of the chip's
+  // networks, a term on the slow one where its group spans nodes.
+  function networkBytes(model, l, chip, plan) {
+    var n = l.data * l.fsdp * l.tensor, t = l.tensor;
+    var perNode = chip.per_node === null ? n : chip.per_node;
+    if (n > perNode && perNode % t && t % perNode) {
+      throw new CostModelError("tensor " + t + " does not tile nodes of " + perNode +
+        " devices: make one divide the other");
+    }
+    var names = Object.keys(chip.networks);
+    var span = { activations: t, gathers: l.fsdp * t, gradients: n, loss: n };
+    var sent = {};
+    names.forEach(function (k) { sent[k] = 0; });
+    wireTerms(model, l, plan).forEach(function (term) {
+      sent[names[span[term[0]] <= perNode ? 0 : 1]] += term[1];
+    });
+    return sent;
+  }
+
+  function networkSeconds(sent, chip) {
+    var seconds = {};
+    Object.keys(sent).forEach(function (k) { seconds[k] = sent[k] / chip.networks[k].rate; });
+    return seconds;
+  }
+
+  // transformer_cost.compute_bound_batch: compute and each network's time as straight
+  // lines in the sequences per device (from 1 and 2 sequences); where each network meets
+  // the compute, the largest of those (0: compute leads from the start), or Infinity
+  // where a network's time grows as fast as the compute or faster.
+  function computeBoundBatch(model, l, chip, plan) {
+    var rows = l.data * l.fsdp;
+    function line(b) {
+      var m = Object.assign({}, model, { batch: b * rows, microbatches: 1 });
+      return [deviceFlops(m, l).flops / chip.peak,
+        networkSeconds(networkBytes(m, l, chip, plan), chip)];
+    }
+    var one = line(1), two = line(2);
+    var c1 = one[0], c2 = two[0], n1 = one[1], n2 = two[1];
+    var alpha = c2 - c1, c0 = c1 - (c2 - c1), threshold = 0;
+    var names = Object.keys(n1);
+    for (var i = 0; i < names.length; i++) {
+      var k = names[i];
+      var beta = n2[k] - n1[k], gamma = n1[k] - (n2[k] - n1[k]);
+      if (beta < alpha) {
+        var meet = (gamma - c0) / (alpha - beta);
+        if (meet > threshold) threshold = meet; // Python's max keeps the first on a tie
+      } else if (beta > alpha || gamma > c0) {
+        return Infinity;
+      }
+    }
+    return threshold;
+  }
+
+  // transformer_cost.time_bound, mfu_bound and compute_bound_batch on a chip of
+  // DATA.chips, or why not.
+  function timeOf(model, l, name, plan) {
+    var chip = DATA.chips[name];
+    if (chip.peak === null) return { why: DATA.coverage.labels["no peak"] };
+    var n = l.data * l.fsdp * l.tensor, found, sent, threshold;
+    try {
+      found = deviceFlops(model, l);
+      sent = networkBytes(model, l, chip, plan);
+      threshold = computeBoundBatch(model, l, chip, plan);
+    } catch (err) {
+      if (!(err instanceof CostModelError)) throw err;
+      return { why: err.message };
+    }
+    var names = Object.keys(chip.networks);
+    var networks = networkSeconds(sent, chip), longest = 0;
+    names.forEach(function (k) { if (networks[k] > longest) longest = networks[k]; });
+    var compute = found.flops / chip.peak;
+    var perfect = Math.max(compute, longest);
+    var useful = divide(found.total.forward + found.total.backward, n) / chip.peak;
+    return {
+      compute: compute, networks: networks,
+      no_overlap: compute + pysum(names.map(function (k) { return networks[k]; })),
+      perfect_overlap: perfect, mfu: useful / perfect, compute_bound: threshold
+    };
+  }
+
   // str.format's {name} fields, as planner_page fills the same templates.
   function fill(template, values) {
     return template.replace(/\{(\w+)\}/g, function (_, name) { return String(values[name]); });
@@ -363,13 +536,13 @@
   // plan_table, with planner_page.basis), or why it cannot split the model (planner.reasons).
   function planTable(c) {
     var model = c.model, memory = c.memory, plan = c.plan, backend = c.backend;
-    return layouts(c.devices).map(function (l) {
+    return ranked(layouts(c.devices).map(function (l) {
       var why = reasons(model, l);
-      if (why.length) return { layout: l, valid: false, reason: why.join("; ") };
+      if (why.length) return { layout: l, valid: false, reason: why.join("; "), rank: null };
       var state = stateBytes(model, l, backend);
       var terms = wireTerms(model, l, plan);
       var found = basis(c, l);
-      return {
+      var row = {
         layout: l,
         valid: true,
         state: state,
@@ -377,9 +550,34 @@
         terms: terms,
         fits: state <= memory,
         checked: found[0],
-        basis: found[1]
+        basis: found[1],
+        rank: null
       };
+      if (l.stages > 1) {
+        row.time = { why: DATA.coverage.labels["no model"] };
+        return row;
+      }
+      // planner_page.memory_of: an integer total against a memory that may have a fraction
+      var temporaries = tempBytes(model, l, DATA.chips[c.chip].backend);
+      var total = BigInt(state) + temporaries;
+      row.temporaries = temporaries;
+      row.total = total;
+      row.room = memory - Number(total);
+      row.total_fits = total <= BigInt(Math.floor(memory));
+      row.time = timeOf(model, l, c.chip, plan);
+      return row;
+    }));
+  }
+
+  // planner_page.ranked: the rows with a time whose state and temporaries fit, numbered by
+  // the overlapped bound, fastest first (a stable sort: ties keep the layouts' order).
+  function ranked(rows) {
+    var fast = rows.filter(function (r) {
+      return r.total_fits && r.time.perfect_overlap !== undefined;
     });
+    fast.sort(function (a, b) { return a.time.perfect_overlap - b.time.perfect_overlap; });
+    fast.forEach(function (r, i) { r.rank = i + 1; });
+    return rows;
   }
 
   // ------------------------------------------------------------ what the page shows
@@ -401,6 +599,59 @@
     var whole = Math.floor(scaled / scale), part = scaled % scale;
     var digits = grouped(whole) + (places ? "." + String(part).padStart(places, "0") : "");
     return digits + " " + units[k];
+  }
+
+  // planner_page.figure_text: three or four figures, half up, in the first unit the value
+  // reaches (the same operations, so the same digits).
+  function figureText(value, units) {
+    var unit = units[units.length - 1];
+    for (var i = 0; i < units.length; i++) {
+      if (value >= units[i][0]) { unit = units[i]; break; }
+    }
+    value = value / unit[0];
+    var places = value < 10 ? 2 : value < 100 ? 1 : 0;
+    var scale = Math.pow(10, places);
+    var scaled = Math.floor(value * scale + 0.5);
+    var whole = Math.floor(scaled / scale), part = scaled % scale;
+    return grouped(whole) + (places ? "." + String(part).padStart(places, "0") : "") + unit[1];
+  }
+
+  var TIME_UNITS = [[1.0, " s"], [1e-3, " ms"], [1e-6, " \u00b5s"], [1e-9, " ns"]];
+
+  function timeText(seconds) {
+    return seconds === 0 ? "0 s" : figureText(seconds, TIME_UNITS);
+  }
+
+  function percentText(fraction) {
+    return figureText(fraction * 100, [[1.0, "%"]]);
+  }
+
+  // planner_page.bound_text: never, any whole batch, or above so many sequences per device
+  function boundText(sequences) {
+    var words = DATA.coverage.labels;
+    if (sequences === Infinity) return words.never;
+    if (sequences < 1) return words.any;
+    return figureText(sequences, [[1.0, ""]]);
+  }
+
+  // planner_page.room_text and network_text
+  function roomText(r) {
+    if (r.total_fits) return "fits, " + sizeText(r.room) + " to spare";
+    return "does not fit by " + sizeText(-r.room);
+  }
+
+  function networkText(networks, chip) {
+    var names = DATA.chips[chip].networks;
+    var said = Object.keys(networks).filter(function (k) { return networks[k]; })
+      .map(function (k) { return names[k].name + " " + timeText(networks[k]); });
+    return said.join(", ") || "none";
+  }
+
+  // planner_page.ordered: the ranked rows first, by rank, then the others in order.
+  function ordered(rows) {
+    var fast = rows.filter(function (r) { return r.rank; });
+    fast.sort(function (a, b) { return a.rank - b.rank; });
+    return fast.concat(rows.filter(function (r) { return !r.rank; }));
   }
 
   function meshText(l) {
@@ -433,6 +684,9 @@
     });
     Object.keys(DATA.plans).forEach(function (name) {
       f.plan.appendChild(element("option", { value: name }, DATA.plans[name].label));
+    });
+    Object.keys(DATA.chips).forEach(function (name) {
+      f.chip.appendChild(element("option", { value: name }, DATA.chips[name].label));
     });
     f.preset.appendChild(element("option", { value: DATA.custom }, "custom: your own sizes"));
     Object.keys(DATA.presets).forEach(function (name) {
@@ -540,7 +794,7 @@
     if (Object.keys(problems).length) return { problems: problems };
     return { model: made.model, devices: Number(devicesText), memory: gib * DATA.gib,
       gib: gib, plan: DATA.plans[f.plan.value], planName: f.plan.value,
-      backend: f.backend.value, preset: f.preset.value };
+      backend: f.backend.value, preset: f.preset.value, chip: f.chip.value };
   };
 
   // Draws the answer again only when a field changed: a field's `change` event (on leaving
@@ -571,12 +825,17 @@
     }
     var valid = rows.filter(function (r) { return r.valid; });
     var fitting = valid.filter(function (r) { return r.fits; }).length;
+    var whole = valid.filter(function (r) { return r.total_fits; }).length;
     this.summary.textContent = valid.length ?
       valid.length + " of " + rows.length + " layouts can split this model; the state of " +
-      fitting + " fits in " + c.gib + " GiB per device." :
+      fitting + " fits in " + c.gib + " GiB per device, state and temporaries of " +
+      whole + "." :
       "None of the " + rows.length + " layouts of " + c.devices + " devices can split " +
       "this model: each row says what to change.";
     this.out.appendChild(this.legend(c));
+    var chip = DATA.chips[c.chip];
+    this.out.appendChild(element("p", { class: "planner-legend", "data-planner": "chip" },
+      chip.label + ": " + chip.note));
     this.out.appendChild(this.table(c, rows));
   };
 
@@ -630,45 +889,90 @@
     return element("p", { class: "planner-legend", "data-planner": "legend" }, text);
   };
 
+  // The rows as planner_page.ordered puts them, each with planner_page.example_cells'
+  // words and, in data attributes, its exact figures.
   Planner.prototype.table = function (c, rows) {
     var wrap = element("div", { class: "planner-scroll", tabindex: "0", role: "region",
       "aria-label": "Layouts and their figures" });
     var table = element("table", { class: "planner-table" });
     var head = element("tr");
-    var columns = ["layout", "mesh (data × fsdp × tensor)", "state per device", "state fits",
-      "wire per step per device", "figures", "formulas"];
+    var columns = DATA.columns.concat(["formulas"]);
     columns.forEach(function (t) { head.appendChild(element("th", { scope: "col" }, t)); });
     table.appendChild(element("thead")).appendChild(head);
     var body = element("tbody");
     var stateKey = c.backend === "tpu" ? "state, tpu" : "state";
-    rows.forEach(function (r) {
+    var TIME_COLUMNS = 5; // compute, network, step, MFU, compute-bound
+    ordered(rows).forEach(function (r) {
       var l = r.layout;
       var row = element("tr", {
         "data-planner": "row", "data-layout": l.name,
         "data-mesh": [l.data, l.fsdp, l.tensor, l.stages].join(","),
-        "data-valid": String(r.valid)
+        "data-valid": String(r.valid), "data-rank": r.rank ? String(r.rank) : ""
       });
+      row.appendChild(element("td", { "data-planner": "rank" }, r.rank ? String(r.rank) : ""));
       row.appendChild(element("th", { scope: "row" }, l.name));
-      row.appendChild(element("td", {}, meshText(l)));
+      row.appendChild(element("td", { class: "planner-figure" }, meshText(l)));
       if (!r.valid) {
         // greyed: the layout cannot split this model; the row says what to change
         row.setAttribute("class", "planner-invalid");
-        var cell = element("td", { colspan: String(columns.length - 2) },
+        var cell = element("td", { colspan: String(columns.length - 3) },
           "Cannot split this model: ");
         cell.appendChild(element("span", { "data-planner": "reason" }, r.reason));
         row.appendChild(cell);
         body.appendChild(row);
         return;
       }
+      if (r.rank) row.setAttribute("class", "planner-ranked");
+      function figure(name, text, attributes) {
+        var td = element("td", Object.assign({ "data-planner": name, class: "planner-figure" },
+          attributes || {}), text);
+        row.appendChild(td);
+        return td;
+      }
+      function words(name, text, span) {
+        row.appendChild(element("td", { "data-planner": name, class: "planner-words",
+          colspan: String(span) }, text));
+      }
       row.setAttribute("data-state", String(r.state));
       row.setAttribute("data-wire", String(r.wire));
       row.setAttribute("data-fits", String(r.fits));
       row.setAttribute("data-checked", String(r.checked));
-      row.appendChild(element("td", { "data-planner": "state" }, sizeText(r.state)));
-      row.appendChild(element("td", {}, r.fits ? "yes" : "no"));
-      row.appendChild(element("td", { "data-planner": "wire" }, sizeText(r.wire)));
-      row.appendChild(element("td", { "data-planner": "basis" }, r.basis));
-      var formulas = element("td");
+      figure("state", sizeText(r.state));
+      figure("fits", r.fits ? "yes" : "no");
+      if (r.temporaries !== undefined) {
+        row.setAttribute("data-temporaries", String(r.temporaries));
+        row.setAttribute("data-total", String(r.total));
+        row.setAttribute("data-room", String(r.room));
+        row.setAttribute("data-total-fits", String(r.total_fits));
+        // exact integers (BigInt); Python's int / 1024**k rounds once, as Number() does
+        figure("temporaries", sizeText(Number(r.temporaries)));
+        figure("total", sizeText(Number(r.total)) + ": " + roomText(r),
+          r.total_fits ? {} : { class: "planner-figure planner-over" });
+      } else {
+        words("time-why", r.time.why, 2); // the pipeline: no model of either
+      }
+      figure("wire", sizeText(r.wire));
+      var t = r.time;
+      if (t.why !== undefined) {
+        row.setAttribute("data-why", t.why);
+        if (r.temporaries !== undefined) words("time-why", t.why, TIME_COLUMNS);
+        else row.appendChild(element("td", { colspan: String(TIME_COLUMNS) }));
+      } else {
+        row.setAttribute("data-compute", String(t.compute));
+        row.setAttribute("data-networks", JSON.stringify(t.networks));
+        row.setAttribute("data-perfect-overlap", String(t.perfect_overlap));
+        row.setAttribute("data-no-overlap", String(t.no_overlap));
+        row.setAttribute("data-mfu", String(t.mfu));
+        row.setAttribute("data-compute-bound", String(t.compute_bound));
+        figure("compute", timeText(t.compute));
+        figure("network", networkText(t.networks, c.chip));
+        figure("step", timeText(t.perfect_overlap) + ", " + timeText(t.no_overlap));
+        figure("mfu", percentText(t.mfu));
+        figure("compute-bound", boundText(t.compute_bound));
+      }
+      row.appendChild(element("td", { "data-planner": "basis", class: "planner-words" },
+        r.basis));
+      var formulas = element("td", { "data-planner": "formulas" });
       var details = element("details");
       details.appendChild(element("summary", {
         "aria-label": "formulas for " + l.name + ", " + meshText(l)
@@ -694,7 +998,9 @@
 
   window.StrategyPlanner = {
     planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
-    pysum: pysum,
+    pysum: pysum, divide: divide,
+    // the page's constants, for running the arithmetic without the page (the tests, in Node)
+    load: function (json) { DATA = JSON.parse(json); },
     CostModelError: CostModelError
   };
 

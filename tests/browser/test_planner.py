@@ -18,8 +18,9 @@ from .test_site import AXE_OPTIONS, AXE_RUN, scheme_of, visit
 PAGE = "tools/strategy-planner/"
 
 # Types each case into the form as a reader would, and reads back what the page shows: the
-# message beside each field it marks, or every row: its figures (exact bytes from data
-# attributes, and the text shown), or, greyed, why the layout cannot split the model.
+# message beside each field it marks, or every row in the page's order: its figures (exact
+# bytes, seconds and ranks from data attributes, and the text of each cell), or, greyed,
+# why the layout cannot split the model; and the chip's note above the table.
 DRIVE = """(cases) => {
   const root = document.getElementById('planner-app');
   const form = root.querySelector('form');
@@ -40,16 +41,30 @@ DRIVE = """(cases) => {
       return {errors: Object.fromEntries(marked.map(
         (e) => [e.dataset.errorFor, e.textContent])), rows: rows.length};
     }
+    const chip = answer.querySelector('[data-planner=chip]');
     return {
+      chip: chip && chip.textContent,
       rows: rows.map((tr) => {
-        const where = {layout: tr.dataset.layout,
+        const where = {layout: tr.dataset.layout, rank: tr.dataset.rank,
                        mesh: tr.dataset.mesh.split(',').map(Number)};
         if (tr.dataset.valid === 'false') {
           return {...where, valid: false, greyed: tr.classList.contains('planner-invalid'),
                   reason: tr.querySelector('[data-planner=reason]').textContent};
         }
+        const d = tr.dataset;
+        const time = d.why !== undefined ? {why: d.why} : {
+          compute: d.compute, networks: JSON.parse(d.networks),
+          perfect_overlap: d.perfectOverlap, no_overlap: d.noOverlap, mfu: d.mfu,
+          compute_bound: d.computeBound};
+        const memory = d.temporaries === undefined ? {} : {
+          temporaries: d.temporaries, total: d.total, room: d.room,
+          total_fits: d.totalFits === 'true'};
         return {
           ...where,
+          ...memory,
+          time,
+          cells: [...tr.cells].filter((td) => td.dataset.planner !== 'formulas').map(
+            (td) => td.textContent),
           valid: true,
           state: tr.dataset.state,
           wire: tr.dataset.wire,
@@ -68,29 +83,72 @@ DRIVE = """(cases) => {
 
 
 def read_back(result: dict) -> dict:
-    """The page's figures as numbers (shortest round-trip text in both languages); marked
-    fields leave no table."""
+    """The page's figures as numbers (shortest round-trip text in both languages, whole
+    bytes as integers, Infinity as float's), in the page's order; marked fields leave no
+    table."""
     if "errors" in result:
         assert result["rows"] == 0
         return {"errors": result["errors"]}
     rows = []
     for r in result["rows"]:
+        where = {
+            "layout": r["layout"],
+            "mesh": r["mesh"],
+            "valid": r["valid"],
+            "rank": int(r["rank"]) if r["rank"] else None,
+        }
         if not r["valid"]:
             assert r["greyed"]
-            rows.append({k: r[k] for k in ("layout", "mesh", "valid", "reason")})
+            rows.append({**where, "reason": r["reason"]})
             continue
-        rows.append(
-            {
-                **{
-                    k: r[k]
-                    for k in ("layout", "mesh", "valid", "fits", "checked", "basis")
-                },
-                "state": float(r["state"]),
-                "wire": float(r["wire"]),
-                "terms": {k: float(v) for k, v in r["terms"].items()},
+        row = {
+            **where,
+            **{k: r[k] for k in ("fits", "checked", "basis")},
+            "state": float(r["state"]),
+            "wire": float(r["wire"]),
+            "terms": {k: float(v) for k, v in r["terms"].items()},
+            "time": {
+                k: v if k in ("why", "networks") else float(v)
+                for k, v in r["time"].items()
+            },
+        }
+        if "temporaries" in r:
+            row |= {
+                "temporaries": int(r["temporaries"]),
+                "total": int(r["total"]),
+                "room": float(r["room"]),
+                "total_fits": r["total_fits"],
             }
-        )
+        rows.append(row)
     return {"rows": rows}
+
+
+def wanted(case: dict) -> dict:
+    """What the page should show for a case: Python's answer, its rows as the page orders
+    them (planner_page.ordered)."""
+    found = planner_page.answer(case)
+    if "rows" in found:
+        found = {"rows": planner_page.ordered(found["rows"])}
+    return found
+
+
+def shown_as_python(case: dict, result: dict) -> list:
+    """What differs between the cells the page shows and planner_page's words for them
+    (example_cells, the static examples' columns; empty cells left out, as the script
+    spans some), and between the chip's note and Python's."""
+    chip = case["chip"]
+    facts = planner_page.chip_facts(chip)
+    wrong = []
+    if result["chip"] != f"{facts['label']}: {planner_page.chip_note(chip)}":
+        wrong.append(("chip", result["chip"]))
+    rows = planner_page.ordered(planner_page.answer(case)["rows"])
+    for row, shown in zip(rows, result["rows"], strict=True):
+        if not row["valid"]:
+            continue
+        want = [c for c in planner_page.example_cells(row, chip) if c]
+        if [c for c in shown["cells"] if c] != want:
+            wrong.append((want, shown["cells"]))
+    return wrong
 
 
 def test_the_grid_covers_what_the_form_offers():
@@ -160,11 +218,16 @@ def test_the_page_shows_what_the_planner_computes_for_every_case(
     assert seen.console_errors == [] and seen.foreign == []
     wrong = []
     for case, result in zip(grid, got, strict=True):
-        want = planner_page.answer(case)
+        want = wanted(case)
         if read_back(result) != want:
             wrong.append((case, want, result))
             continue
-        for row, shown in zip(want.get("rows", []), result["rows"] or [], strict=True):
+        if "rows" not in want:
+            continue
+        differ = shown_as_python(case, result)
+        if differ:
+            wrong.append((case, differ))
+        for row, shown in zip(want["rows"], result["rows"], strict=True):
             if not row["valid"]:
                 continue
             assert shown["shown"] == [
@@ -172,6 +235,17 @@ def test_the_page_shows_what_the_planner_computes_for_every_case(
                 planner_page.size_text(row["wire"]),
             ]
     assert not wrong, f"{len(wrong)} of {len(grid)} cases differ; the first: {wrong[0]}"
+    # the sample holds every chip, ranked rows and each kind of threshold
+    answers = [wanted(c)["rows"] for c in grid if "rows" in wanted(c)]
+    assert {c["chip"] for c in grid} == set(planner_page.CHIPS)
+    assert any(r["rank"] for rows in answers for r in rows)
+    bounds = {
+        planner_page.bound_text(r["time"]["compute_bound"])
+        for rows in answers
+        for r in rows
+        if "compute_bound" in r.get("time", {})
+    }
+    assert {"never", "any"} < bounds
 
 
 def test_the_page_greys_and_marks_what_the_planner_refuses(context, base_url):
@@ -187,7 +261,9 @@ def test_the_page_greys_and_marks_what_the_planner_refuses(context, base_url):
     page.close()
     assert seen.console_errors == []
     for case, result in zip(grid, got, strict=True):
-        assert read_back(result) == planner_page.answer(case), case
+        assert read_back(result) == wanted(case), case
+        if "errors" not in result:
+            assert shown_as_python(case, result) == [], case
 
 
 def test_a_reader_changes_the_devices_with_the_keyboard(context, base_url):
@@ -232,8 +308,11 @@ def test_a_reader_is_told_what_to_change_beside_the_field(context, base_url):
     page.fill("input[name=kv_heads]", "2")
     assert message.text_content() == "" and heads.get_attribute("aria-invalid") is None
     # the layouts that cannot split 2 key/value heads (a tensor axis of 4 or 8) are
-    # greyed, in their places, each saying why; the others keep their figures
-    want = planner_page.answer({**planner_page.DEFAULTS, "kv_heads": 2})["rows"]
+    # greyed, in the layouts' order after the ranked rows, each saying why; the others
+    # keep their figures
+    want = planner_page.ordered(
+        planner_page.answer({**planner_page.DEFAULTS, "kv_heads": 2})["rows"]
+    )
     rows = page.locator("[data-planner=row]")
     assert rows.count() == len(want) == 10
     greyed = [r for r in want if not r["valid"]]
@@ -359,12 +438,15 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
     tables = page.locator("article table")
     assert tables.count() == len(planner_page.examples())
     for k, case in enumerate(planner_page.examples()):
-        found = planner_page.answer(case)
+        found = planner_page.ordered(planner_page.answer(case)["rows"])
         rows = tables.nth(k).locator("tbody tr")
-        assert rows.count() == len(found["rows"])
-        first = rows.first.locator("td")
-        assert first.nth(2).text_content() == planner_page.size_text(
-            found["rows"][0]["state"]
-        )
+        assert rows.count() == len(found)
+        head = tables.nth(k).locator("thead th").all_text_contents()
+        assert head == list(planner_page.COLUMNS)
+        for n, r in enumerate(found):  # every cell, the ranked rows first
+            cells = rows.nth(n).locator("td").all_text_contents()
+            assert [c.strip() for c in cells] == planner_page.example_cells(
+                r, case["chip"]
+            )
     context.close()
     assert seen.failed == []

@@ -5,7 +5,10 @@ figures with planner.py's for a grid of inputs (tests/browser/test_planner.py)."
 
 import dataclasses
 import json
+import math
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from docs_build import outputs, planner_page
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
+from docs_build import transformer_cost as tc
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "strategy-planner.md"
 GRID = planner_page.compiled()
@@ -177,56 +181,234 @@ def test_the_static_examples_are_what_the_planner_gives():
     tables = [
         t for t in planner_page.fill(PAGE.read_text()).split("\n\n") if "|---" in t
     ]
-    assert len(tables) == len(planner_page.examples())
+    assert len(tables) == len(planner_page.examples()) == 3
     for table, case in zip(tables, planner_page.examples(), strict=True):
         model = planner_page.model_of(case)
-        rows = iter(
-            pl.plan_table(
+        figures = {
+            r.layout: r
+            for r in pl.plan_table(
                 model,
                 case["devices"],
                 case["memory"] * 2**30,
                 planner_page.plans()[case["plan"]],
                 case["backend"],
             )
-        )
-        lines = table.splitlines()[2:]
-        layouts = pl.layouts(case["devices"])
-        assert len(lines) == len(layouts)
-        for line, layout in zip(lines, layouts, strict=True):
+        }
+        lines = table.splitlines()
+        assert lines[0].strip("| ").split(" | ") == list(planner_page.COLUMNS)
+        rows = planner_page.ordered(planner_page.answer(case)["rows"])
+        assert len(lines) - 2 == len(rows) == len(pl.layouts(case["devices"]))
+        for line, r in zip(lines[2:], rows, strict=True):
             cells = [c.strip() for c in line.strip("|").split("|")]
-            where = [layout.name, planner_page.mesh_text([*layout.mesh, layout.stages])]
-            why = pl.reasons(model, layout)
-            if why:  # in its place, with what to change
-                assert cells == [
-                    *where,
-                    "",
-                    "",
-                    "",
-                    f"cannot split this model: {'; '.join(why)}",
-                ]
+            assert cells == planner_page.example_cells(r, case["chip"])
+            if not r["valid"]:
+                assert cells[-1].startswith("cannot split this model: ")
                 continue
-            row = next(rows)
-            assert cells == [
-                *where,
-                planner_page.size_text(row.state),
-                "yes" if row.fits else "no",
-                planner_page.size_text(row.wire),
-                planner_page.basis(case, layout)[1],
-            ]
-        assert next(rows, None) is None
-    # the first example is the form's starting point; both show a row that does not fit,
-    # the second rows that cannot split Llama-3-8B (8 key/value heads over 16 or more)
+            layout = next(
+                lay
+                for lay in figures
+                if lay.name == r["layout"] and [*lay.mesh, lay.stages] == r["mesh"]
+            )
+            assert cells[3] == planner_page.size_text(figures[layout].state)
+            assert cells[7] == planner_page.size_text(figures[layout].wire)
+            if layout.stages > 1:
+                assert planner_page.LABELS["no model"] in cells
+                continue
+            backend = planner_page.chip_facts(case["chip"])["backend"]
+            temp = tc.temp_bytes(model, layout, backend)
+            assert cells[5] == planner_page.size_text(temp)
+            bound = tc.time_bound(
+                model,
+                layout,
+                case["chip"],
+                planner_page.chip_facts(case["chip"])["per_node"],
+                planner_page.plans()[case["plan"]],
+            )
+            assert cells[8] == planner_page.time_text(bound.compute)
+            assert cells[10] == (
+                f"{planner_page.time_text(bound.perfect_overlap)}, "
+                f"{planner_page.time_text(bound.no_overlap)}"
+            )
+    # the first example is the form's starting point; each shows a row that does not fit
+    # and ranked rows; Llama-3-8B's rows cannot split 8 key/value heads over 16 or more
     assert planner_page.examples()[0] is planner_page.DEFAULTS
     for case in planner_page.examples():
-        assert any(
-            r["valid"] and not r["fits"] for r in planner_page.answer(case)["rows"]
-        )
+        rows = planner_page.answer(case)["rows"]
+        assert any(r["valid"] and not r.get("total_fits", True) for r in rows)
+        assert any(r["rank"] for r in rows)
     second = planner_page.answer(planner_page.examples()[1])["rows"]
     assert {r["mesh"][2] for r in second if not r["valid"] and r["mesh"][3] == 1} == {
         16,
         32,
         64,
     }
+
+
+def test_rows_that_fit_are_ranked_by_the_overlapped_bound():
+    for case in planner_page.examples():
+        rows = planner_page.ordered(planner_page.answer(case)["rows"])
+        ranked = [r for r in rows if r["rank"]]
+        assert [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
+        assert rows[: len(ranked)] == ranked  # ranked rows first
+        times = [r["time"]["perfect_overlap"] for r in ranked]
+        assert times == sorted(times)
+        for r in rows[len(ranked) :]:  # the others: no time, or not fitting
+            assert not r["valid"] or not r.get("total_fits") or "why" in r["time"]
+            assert r["total"] > case["memory"] * 2**30 if r.get("total") else True
+
+
+def test_a_row_fits_only_with_its_temporaries():
+    case = planner_page.DEFAULTS
+    rows = planner_page.answer(case)["rows"]
+    # a layout whose state fits and whose temporaries push it over
+    over = [
+        r for r in rows if r["valid"] and r["fits"] and r.get("total_fits") is False
+    ]
+    assert over
+    for r in over:
+        assert r["total"] == r["state"] + r["temporaries"]
+        assert planner_page.room_text(r) == (
+            f"does not fit by {planner_page.size_text(r['total'] - 2**30)}"
+        )
+
+
+def test_the_time_says_why_where_it_has_none():
+    rows = planner_page.answer({**planner_page.DEFAULTS, "chip": "cpu"})["rows"]
+    assert {r["time"]["why"] for r in rows if r["valid"] and r["mesh"][3] == 1} == {
+        planner_page.LABELS["no peak"]
+    }
+    rows = planner_page.answer({**planner_page.DEFAULTS, "optimizer": "sgd"})["rows"]
+    assert all(
+        "measured for ['adamw']" in r["time"]["why"]
+        for r in rows
+        if r["valid"] and r["mesh"][3] == 1
+    )
+    pipeline = [r for r in rows if r["mesh"][3] > 1]
+    assert pipeline and all(
+        r["time"] == {"why": planner_page.LABELS["no model"]} and "temporaries" not in r
+        for r in pipeline
+    )
+
+
+def test_the_page_quotes_the_real_h100_step_and_where_temporaries_hold():
+    text = filled()
+    bound, measured, _ = tc.card_step_bound()
+    assert bound < measured
+    said = (
+        f"took {planner_page.time_text(measured)} where this bound is "
+        f"{planner_page.time_text(bound)}"
+    )
+    assert said == "took 65.8 ms where this bound is 17.8 ms"
+    assert said in text
+    assert (
+        f"checked on CPU within {tc.TOLERANCE['cpu']:.0%}; checked on H100 within "
+        f"{tc.TOLERANCE['gpu']:.0%}; unchecked on TPU" in text
+    )
+    for chip, where in (
+        ("v5e", "unchecked on TPU"),
+        ("h100", "checked on H100 within"),
+    ):
+        assert where in planner_page.chip_note(chip)
+
+
+def test_the_tpu_sentence_says_what_transformer_cost_unchecked_establishes():
+    """The page's reason for leaving TPU temporaries unchecked is UNCHECKED's: the program
+    it names reports fewer bytes of temporaries than the layer inputs its step keeps."""
+    target, config, mesh = planner_page.TPU_UNCHECKED
+    reason = tc.UNCHECKED["tpu"]
+    assert target in reason and str(mesh) in reason and config.split(",")[0] in reason
+    entry = ENTRIES_BY_KEY[planner_page.TPU_UNCHECKED]
+    kept = tc.residual_bytes(pl.model_of(GRID, config), pl.entry_layout(entry))
+    temp, mib = entry["memory"]["temp_bytes"], 2**20
+    assert temp < kept["layers"]
+    assert f"{temp / mib:.1f} MiB of temporaries" in reason
+    assert f"{kept['layers'] / mib:.0f} MiB of layer inputs" in reason
+    said = planner_page.tpu_temporaries()
+    assert said == (
+        f"On TPU v5e (v5e:2x4), the grid's Llama-style size on the mesh 1 \u00d7 1 \u00d7 8 "
+        f"reports {planner_page.size_text(temp)} of temporaries, fewer than the "
+        f"{planner_page.size_text(kept['layers'])} of layer inputs its step keeps for the "
+        "backward pass: they do not count what the formula counts, so the formula is not "
+        "held to TPU programs"
+    )
+    assert f"unchecked on TPU. {said}. *State + temporaries*" in filled()
+    assert "on-chip" not in filled()  # a cause no measurement here shows
+    # the Llama-style size is the grid's gqa config
+    assert GRID["configs"][config]["kv_heads"] < GRID["configs"][config]["heads"]
+
+
+def test_the_compute_bound_threshold_is_where_compute_passes_the_networks():
+    """Per row with a time: the step's own sequences per device above the threshold make
+    compute the bound, below it a network; both bounds are straight lines in the batch."""
+    seen = set()
+    examples = planner_page.examples()
+    for case in (*examples, *planner_page.cases()[::9]):
+        found = planner_page.answer(case)
+        model = planner_page.model_of(case) if "rows" in found else None
+        for r in found.get("rows", []):
+            t = r.get("time", {})
+            if "compute_bound" not in t:
+                continue
+            a, f, _, _ = r["mesh"]
+            held = case["batch"] // (a * f)
+            threshold = t["compute_bound"]
+            seen.add(planner_page.bound_text(threshold))
+            longest = max(t["networks"].values())
+            if threshold == math.inf:
+                assert longest > t["compute"]
+            elif held > threshold * 1.01:
+                assert t["compute"] >= longest, (case, r)
+            elif held < threshold * 0.99:
+                assert t["compute"] < longest, (case, r)
+            if case in examples:  # the lines, on the examples' rows
+                layout = next(
+                    lay
+                    for lay in pl.layouts(case["devices"])
+                    if [*lay.mesh, lay.stages] == r["mesh"]
+                )
+                facts = planner_page.chip_facts(case["chip"])
+                times = [
+                    tc.time_bound(
+                        dataclasses.replace(model, batch=b * a * f, microbatches=1),
+                        layout,
+                        case["chip"],
+                        facts["per_node"],
+                        planner_page.plans()[case["plan"]],
+                    )
+                    for b in (1, 2, 3)
+                ]
+                for k in ("compute", *t["networks"]):
+                    y = [b.compute if k == "compute" else b.networks[k] for b in times]
+                    assert y[2] - y[1] == pytest.approx(
+                        y[1] - y[0], rel=1e-9, abs=1e-15
+                    )
+    assert {"never", "any"} < seen
+
+
+def test_a_layout_is_never_compute_bound_only_through_its_activation_sums():
+    """On the form's starting point the rows that are never compute-bound split the
+    tensor axis, and of their wire terms only the activation sums grow with the batch."""
+    case = planner_page.DEFAULTS
+    never = [
+        r
+        for r in planner_page.answer(case)["rows"]
+        if r.get("time", {}).get("compute_bound") == math.inf
+    ]
+    assert never and all(r["mesh"][2] > 1 for r in never)
+    model = planner_page.model_of(case)
+    double = dataclasses.replace(model, batch=2 * model.batch)
+    for r in never:
+        layout = next(
+            lay for lay in pl.layouts(8) if [*lay.mesh, lay.stages] == r["mesh"]
+        )
+        one, two = pl.wire_terms(model, layout), pl.wire_terms(double, layout)
+        assert [k for k in one if one[k] != two[k]] == ["activations"]
+    # and the rows that do not split the tensor axis have a threshold
+    assert all(
+        r["time"]["compute_bound"] < math.inf
+        for r in planner_page.answer(case)["rows"]
+        if "compute_bound" in r.get("time", {}) and r["mesh"][2] == 1
+    )
 
 
 def test_the_scripts_constants_are_the_planners():
@@ -267,6 +449,28 @@ def test_the_scripts_constants_are_the_planners():
     assert data["presets"] == json.loads(json.dumps(planner_page.presets()))
     assert data["coverage"] == json.loads(json.dumps(planner_page.coverage()))
     assert "<" not in found.group(1)  # nothing in it can end the script element
+
+
+@pytest.mark.parametrize(
+    ("fraction", "text"),
+    [(0.8441, "84.4%"), (0.05, "5.00%"), (0.0035, "0.35%"), (1e-6, "0.00%")],
+)
+def test_percentages_below_one_are_written_in_hundredths(fraction, text):
+    assert planner_page.percent_text(fraction) == text
+
+
+@pytest.mark.parametrize(
+    ("sequences", "text"),
+    [
+        (math.inf, "never"),
+        (0.0, "any"),
+        (0.99, "any"),
+        (1.0, "1.00"),
+        (1234.5, "1,235"),
+    ],
+)
+def test_the_compute_bound_threshold_in_words(sequences, text):
+    assert planner_page.bound_text(sequences) == text
 
 
 def test_the_page_has_no_python_and_so_no_notebook():
@@ -330,6 +534,7 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
     assert found[-1] == {
         "layout": "pipeline",
         "mesh": [1, 1, 1, 8],
+        "rank": None,
         "valid": False,
         "reason": "a batch of 16 does not cut into 5 microbatches: use a number of "
         "microbatches that divides it",
@@ -386,9 +591,12 @@ def test_the_large_example_has_no_checked_row():
     first = planner_page.examples()[0]["plan"]
     assert f"the first prices the {first} plan" in text
     assert (
-        f"the second {case['devices']} devices and a size the grid did not compile"
+        f"the others {case['devices']} devices and a size the grid did not compile"
         in text
     )
+    third = planner_page.examples()[2]
+    assert (third["devices"], third["plan"], third["chip"]) == (64, "h100:1x8", "h100")
+    assert not any(r["checked"] for r in rows_of(third) if r["valid"])
 
 
 def grid_case(config: str, target: str) -> dict:
@@ -556,3 +764,103 @@ def test_a_row_outside_the_grid_says_what_it_is_extrapolated_to(change, outside)
             "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 4 compiled "
             f"sizes to {outside}"
         )
+
+
+# The script's arithmetic run in Node, without the page: each case's model made from the
+# form's text (makeModel), then planTable; what the rows gain (temporaries, the fit with
+# them, the time and the rank) read back for comparison with Python's.
+NODE = """
+const fs = require("fs");
+global.window = {};
+global.document = { getElementById: () => null, readyState: "complete" };
+eval(fs.readFileSync(process.argv[2], "utf8"));
+const P = window.StrategyPlanner;
+P.load(fs.readFileSync(process.argv[3], "utf8"));
+const data = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const cases = JSON.parse(fs.readFileSync(process.argv[4], "utf8"));
+const out = cases.map((c) => {
+  const raw = {};
+  for (const k of ["vocab", "d_model", "heads", "kv_heads", "mlp", "layers", "seq",
+                   "batch", "microbatches"]) raw[k] = String(c[k]);
+  Object.assign(raw, {gated: c.gated, tied: c.tied, optimizer: c.optimizer,
+                      param_bytes: String(c.param_bytes), remat: c.remat});
+  const made = P.makeModel(raw);
+  const rows = P.planTable({model: made.model, devices: c.devices,
+    memory: c.memory * data.gib, plan: data.plans[c.plan], planName: c.plan,
+    backend: c.backend, chip: c.chip});
+  return rows.map((r) => {
+    const o = {layout: r.layout.name, rank: r.rank};
+    if (!r.valid) return o;
+    if (r.temporaries !== undefined) {
+      Object.assign(o, {temporaries: String(r.temporaries), total: String(r.total),
+                        room: r.room, total_fits: r.total_fits});
+    }
+    // JSON has no Infinity: a layout never compute-bound says so in words
+    o.time = {...r.time};
+    if (o.time.compute_bound === Infinity) o.time.compute_bound = "Infinity";
+    return o;
+  });
+});
+process.stdout.write(JSON.stringify(out));
+"""
+NEW_FIELDS = ("rank", "temporaries", "total", "room", "total_fits", "time")
+
+
+def node_cases() -> list[dict]:
+    """The browser grid's cases the model accepts (presets and compiled sizes among them),
+    each on its chip (every chip in turn), and the examples."""
+    found = [c for c in planner_page.cases() if "rows" in planner_page.answer(c)]
+    return [*found, *planner_page.examples()]
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="needs Node.js (apt-get nodejs)"
+)
+def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
+    cases = node_cases()
+    assert {c["preset"] for c in cases} >= set(planner_page.presets())
+    assert {c["chip"] for c in cases} == set(planner_page.CHIPS)
+    (tmp_path / "data.json").write_text(
+        planner_page.data_json().replace("\\u003c", "<")
+    )
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    (tmp_path / "drive.js").write_text(NODE)
+    script = PAGE.parents[1] / "javascripts" / "strategy-planner.js"
+    done = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "drive.js"),
+            str(script),
+            str(tmp_path / "data.json"),
+            str(tmp_path / "cases.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout)
+    wrong, timed = [], 0
+    for case, rows in zip(cases, got, strict=True):
+        want = planner_page.answer(case)["rows"]
+        for w, g in zip(want, rows, strict=True):
+            expect = {k: w[k] for k in NEW_FIELDS if k in w}
+            for k in ("temporaries", "total"):
+                if k in expect:
+                    expect[k] = str(expect[k])
+            if expect.get("time", {}).get("compute_bound") == math.inf:
+                expect["time"] = {**expect["time"], "compute_bound": "Infinity"}
+            if g != {"layout": w["layout"], **expect}:
+                wrong.append((case, w, g))
+            timed += "mfu" in w.get("time", {})
+    assert timed >= 300
+    # thresholds of every kind: never, from any batch, above a number of sequences
+    bounds = [
+        r["time"]["compute_bound"]
+        for case in cases
+        for r in planner_page.answer(case)["rows"]
+        if "compute_bound" in r.get("time", {})
+    ]
+    assert math.inf in bounds and 0.0 in bounds
+    assert sum(1 <= b < math.inf for b in bounds) >= 100
+    assert not wrong, f"{len(wrong)} rows differ; the first: {wrong[0][1:]}"
