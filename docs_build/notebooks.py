@@ -109,6 +109,9 @@ def _prose(text: str, page: str, site_url: str) -> str:
             body = line[4:]
             out.append(("> " + body).rstrip() if box == "quote" else body)
         else:
+            # The blank line that ended a box is the quote's end, not a line of it.
+            if box == "quote" and out and out[-1] == ">":
+                out[-1] = ""
             box = None
             out.append(line)
     prose = re.sub(
