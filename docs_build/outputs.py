@@ -190,6 +190,7 @@ def parse_blocks(text: str, page: str) -> list[Block]:
     from markdown_it import MarkdownIt
 
     from docs_build.folds import unfold
+    from docs_build.imports import dedupe
 
     tokens = MarkdownIt("commonmark").parse(unfold(text))
     fences = python_fences(tokens)
@@ -200,7 +201,9 @@ def parse_blocks(text: str, page: str) -> list[Block]:
             line=token.map[0] + 1,
             end_line=token.map[1],
             includes=tuple(INCLUDE.findall(token.content)),
-            source=expand(token.content, f"{page} line {token.map[0] + 1}"),
+            # a block that joins several sections' imports shows each import once, as
+            # the site does (docs_build.imports)
+            source=dedupe(expand(token.content, f"{page} line {token.map[0] + 1}")),
             draws=draws_after(tokens, token),
         )
         for i, token in enumerate(fences)

@@ -2,7 +2,7 @@
 
 What counts is the code a reader sees before the page's first `##` section (the first one
 after "## Setup" where the page has a Setup section): the lines of its Python fences, with
-their `--8<--` includes expanded as the site shows them, outside
+their `--8<--` includes expanded and their imports deduped as the site shows them, outside
 collapsed `???` folds. Code in a collapsed fold (`??? note "Setup: ..."`) is still run,
 copied and in the notebook, but a reader opens it only to look; an open fold (`???+`),
 an admonition (`!!!`) or a content tab (`===`) shows its code, so it counts.
@@ -16,7 +16,7 @@ import sys
 import pytest
 from markdown_it import MarkdownIt
 
-from docs_build import outputs
+from docs_build import imports, outputs
 from tests.test_takeaways import DOCS, guide_pages
 
 # At most this many lines of visible code before a page's first idea: about one screen, which
@@ -69,7 +69,7 @@ def lines_before_the_idea(text: str, where: str = "page") -> int:
             continue
         lang, _ = outputs.fence_info(token.info)
         if lang in outputs.PYTHON_LANGS:
-            code = outputs.expand(token.content, where)
+            code = imports.dedupe(outputs.expand(token.content, where))
             count += len(code.rstrip("\n").split("\n"))
     return count
 
