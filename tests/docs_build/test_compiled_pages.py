@@ -318,3 +318,69 @@ def test_the_gpu_options_section_says_what_the_programs_show():
         "Compiled for the A100 node, with XLA's defaults, these steps overlap nothing",
     ):
         assert phrase in said, phrase
+
+
+TRANSFORMER = ROOT / "docs" / "advanced" / "transformer.md"
+STEPS = ("transformer step, remat", "transformer step, no remat")
+
+
+def test_the_transformer_pages_dtype_claims_hold():
+    """The page says, of the compiled transformer steps, which dtype the gathers and
+    all-reduces travel in on each target; the generated table and sentence split the
+    bytes sent by dtype, and together add up to every byte sent."""
+    prose = " ".join(TRANSFORMER.read_text().split())
+    assert (
+        "<!-- tpu-dtypes: transformer step, remat | transformer step, no remat -->"
+        in prose
+    )
+    assert "<!-- tpu-dtypes-said: transformer step, remat -->" in prose
+    data = pages.results()
+    for name in STEPS:
+        for target in data["advanced"]["targets"]:
+            p = pages.advanced_program(target, name)
+            sent = pages.dtype_bytes(p)
+            assert sum(sent.values()) == pytest.approx(pages.wire_mib(p) * 2**20)
+            gathered = pages.bf16_share(p, "all-gather")
+            reduced = pages.bf16_share(p, "all-reduce")
+            family = family_of(target)
+            if family == "cpu":  # "the CPU sends all of them in float32"
+                assert {d for _, d in sent} == {"f32"}
+            elif family == "tpu":  # "most of the gathered bytes in bfloat16"
+                assert gathered > 0.5
+            else:  # "gathers mostly in float32 but all-reduces mostly in bfloat16"
+                assert family == "gpu" and gathered < 0.5 < reduced
+    assert (
+        "libtpu sends most of the gathered bytes in bfloat16 on both TPU slices"
+        in prose
+    )
+    assert "where the CPU sends all of them in float32" in prose
+    assert (
+        "H100 program gathers mostly in float32 but all-reduces mostly in bfloat16"
+        in prose
+    )
+    filled = pages.fill(TRANSFORMER.read_text())
+    assert "<!-- tpu-dtypes" not in filled
+    table = pages.dtypes_table(" | ".join(STEPS))
+    assert table.count("| transformer step, ") == 2 * len(data["advanced"]["targets"])
+    said = pages.dtypes_said(STEPS[0])
+    for target in data["advanced"]["targets"]:
+        assert f"on {target}" in said
+
+
+def test_the_dtype_split_shares_a_tuples_bytes_by_size():
+    p = {
+        "collectives": [
+            {
+                "kind": "all-gather",
+                "shapes": ["f32[4]", "bf16[8]"],
+                "wire_bytes": 64.0,
+                "runs": 2,
+            }
+        ]
+    }
+    assert pages.dtype_bytes(p) == {
+        ("all-gather", "f32"): 64.0,
+        ("all-gather", "bf16"): 64.0,
+    }
+    assert pages.bf16_share(p, "all-gather") == 0.5
+    assert pages.bf16_share(p, "all-reduce") == 0.0
