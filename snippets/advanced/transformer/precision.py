@@ -12,22 +12,13 @@ import jax
 from flax import nnx
 from jax.sharding import Mesh
 
-# The page shows these by including the sections of init.py and step.py.
+# The page shows these by including the sections of init.py, step.py and hlo.py.
 from snippets.advanced.transformer.init import Sharded
 from snippets.advanced.transformer.step import gradients, make_train_step
+from snippets.hlo import HLO_LINE, read_collectives
+
 
 # --8<-- [start:hlo-dtypes]
-# One HLO instruction: %name = shape op(operands), attributes
-HLO_LINE = re.compile(r"\s*(ROOT )?%(\S+) = (\(.*?\)|\S+) ([\w-]+)\(([^)]*)\)(.*)")
-MOVES = (
-    "all-gather",
-    "all-reduce",
-    "reduce-scatter",
-    "all-to-all",
-    "collective-permute",
-)
-
-
 def dtypes_in(shape: str) -> list[str]:
     """The element types of an HLO shape: `(f32[2], bf16[8]{0})` -> ['f32', 'bf16']."""
     return re.findall(r"([a-z]\w*)\[", shape)
@@ -54,22 +45,11 @@ def matmuls(compiled) -> collections.Counter:
     return found
 
 
-def collectives_in(compiled) -> list[tuple[str, str]]:
-    """Each collective of a compiled program: its kind and its result's shape."""
-    found = []
-    for line in compiled.as_text().splitlines():
-        instruction = HLO_LINE.match(line)
-        kind = instruction and instruction[4].removesuffix("-start")
-        if kind in MOVES:
-            found.append((kind, instruction[3]))
-    return found
-
-
 def sent_in(compiled) -> dict[str, list[str]]:
     """The dtypes each kind of collective of a compiled program carries."""
     found = collections.defaultdict(set)
-    for kind, shape in collectives_in(compiled):
-        found[kind].update(dtypes_in(shape))
+    for c in read_collectives(compiled):
+        found[c.kind].update(dtypes_in(c.result))
     return {kind: sorted(found[kind]) for kind in sorted(found)}
 
 
@@ -115,7 +95,7 @@ def matmul_precision(sharded: Sharded, mesh: Mesh, tokens_spec, compiled):
     for setting, step_program in {"default": compiled, "float32": precise}.items():
         for (operands, asked), times in sorted(matmuls(step_program).items()):
             print(f"{setting:<8}{times:>4}  {operands}, {asked}")
-    same = collectives_in(compiled) == collectives_in(precise)
+    same = read_collectives(compiled) == read_collectives(precise)
     print("the same collectives, each in the same dtype:", same)
     # --8<-- [end:matmul-precision]
     return precise
