@@ -493,12 +493,15 @@ def test_golden_text_masks_printed_times_and_their_shares_only():
 def test_search_finds_each_text_once_and_stays_small(built_site):
     """Notebook pages repeat their guide page, and setup code repeats on every page: neither
     is indexed twice. The index is what a reader's browser downloads to search, compressed:
-    every static host (GitHub Pages included) serves JSON gzipped, so the budget is on that."""
+    every static host (GitHub Pages included) serves JSON gzipped, so the budget is on that.
+    It was 250 KB until the takeaways of 31 pages and six new sections (ZeRO, Ulysses, the
+    load-balancing loss, the collectives' costs and types, Explicit reshapes) took the index
+    to 252 KB: 275 KB keeps room for one more round of sections, not for another copy."""
     import gzip
     import json
 
     index = built_site / "search" / "search_index.json"
-    assert len(gzip.compress(index.read_bytes())) <= 250_000
+    assert len(gzip.compress(index.read_bytes())) <= 275_000
     entries = json.loads(index.read_text(encoding="utf-8"))["docs"]
     assert not [e for e in entries if e["location"].startswith("notebooks/")]
     seen: dict[str, str] = {}
