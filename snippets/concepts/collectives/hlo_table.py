@@ -42,7 +42,7 @@ def hlo_ops(compiled):
 # --8<-- [end:hlo-ops]
 
 
-def hlo_table(
+def page_examples(
     mesh: Mesh,
     mesh_2x4: Mesh,
     x: jax.Array,
@@ -57,8 +57,9 @@ def hlo_table(
     shift: Callable,
     exchange: Callable,
     position: Callable,
-) -> dict[str, tuple[list, list, list]]:
-    # --8<-- [start:hlo-table]
+) -> list[tuple]:
+    """(name, function, data, mesh) of each collective the page's sections built."""
+    # --8<-- [start:examples]
     examples = [
         ("psum", total, x, mesh),
         ("psum over y (2 x 4)", row_total, x, mesh_2x4),
@@ -71,6 +72,12 @@ def hlo_table(
         ("all_to_all", exchange, x8, mesh),
         ("axis_index (2 x 4)", position, x, mesh_2x4),
     ]
+    # --8<-- [end:examples]
+    return examples
+
+
+def hlo_table(examples: list[tuple]) -> dict[str, tuple[list, list, list]]:
+    # --8<-- [start:hlo-table]
     table = Table("jax.lax", "HLO", "devices", box=SQUARE, title="On 8 CPU devices")
     found = {}
     for name, f, data, on in examples:
@@ -136,19 +143,9 @@ def page_programs():
 
 def main() -> None:
     arrays, functions = page_programs()
-    hlo_table(*arrays, **functions)
-    mesh, mesh_2x4, x, x8 = arrays
-    f = functions
-    cost_table(
-        [
-            ("psum", f["total"], x, mesh),
-            ("psum over y (2 x 4)", f["row_total"], x, mesh_2x4),
-            ("all_gather, tiled", f["gather_tiled"], x, mesh),
-            ("psum_scatter", f["scatter"], x8, mesh),
-            ("ppermute, ring", f["shift"], x, mesh),
-            ("all_to_all", f["exchange"], x8, mesh),
-        ]
-    )
+    examples = page_examples(*arrays, **functions)
+    hlo_table(examples)
+    cost_table(examples)
 
 
 if __name__ == "__main__":
