@@ -24,6 +24,7 @@ from functools import cache
 
 from docs_build import costmodel as cm
 from docs_build.compiled.driver import RESULTS
+from docs_build.compiled.verify_gpu import collectives, committed_rows
 
 RECORD = RESULTS / "gpu_card.json"
 MARKER = re.compile(r"<!-- gpu-card: ([^>]+?) -->")
@@ -32,7 +33,6 @@ STAGES = {
     "card spec": "the card's own spec, read from the GPU, one node of 8",
     "8 nodes": "the committed spec file, as 8 nodes of one GPU each",
 }
-KEYS = ("kind", "shapes", "group_size", "runs")
 
 
 class CardRecordError(ValueError):
@@ -45,21 +45,8 @@ def record() -> dict:
 
 
 def _committed(target: str) -> dict[str, dict]:
-    """name -> the committed one-node program of gpu.json."""
-    committed = json.loads((RESULTS / "gpu.json").read_text())
-    return {
-        p["strategy"]: p
-        for key in ("programs", "approaches", "advanced")
-        for p in (committed[key] if key == "programs" else committed[key]["programs"])
-        if p["target"] == target and "error" not in p
-    }
-
-
-def collectives(row: dict) -> list[tuple]:
-    return sorted(
-        (c["kind"], tuple(c["shapes"]), c["group_size"], c["runs"])
-        for c in row["collectives"]
-    )
+    """name -> the committed one-node program of today's gpu.json."""
+    return committed_rows(json.loads((RESULTS / "gpu.json").read_text()), target)
 
 
 def compare(data: dict | None = None) -> dict[str, dict]:

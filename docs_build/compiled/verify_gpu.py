@@ -62,11 +62,21 @@ MATMUL = 8192
 TIMED = 10
 
 
-def _collectives(row: dict) -> list[tuple]:
+def collectives(row: dict) -> list[tuple]:
     return sorted(
         (c["kind"], tuple(c["shapes"]), c["group_size"], c["runs"])
         for c in row["collectives"]
     )
+
+
+def committed_rows(committed: dict, target: str) -> dict[str, dict]:
+    """name -> the one-node program of a GPU results file (`committed`) for `target`."""
+    return {
+        p["strategy"]: p
+        for key in ("programs", "approaches", "advanced")
+        for p in (committed[key] if key == "programs" else committed[key]["programs"])
+        if p["target"] == target and "error" not in p
+    }
 
 
 def _programs() -> dict[str, dict]:
@@ -329,12 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     kind, card_spec, target = _card()
     committed = json.loads(results_path("gpu").read_text())
-    rows = {
-        p["strategy"]: p
-        for key in ("programs", "approaches", "advanced")
-        for p in (committed[key] if key == "programs" else committed[key]["programs"])
-        if p["target"] == target and "error" not in p
-    }
+    rows = committed_rows(committed, target)
     names = [n for n in (args.programs or rows) if n in rows]
     print(f"{kind}: compared with the committed {target} programs ({len(names)})")
     from docs_build.compiled import targets as tg
@@ -394,14 +399,14 @@ def main(argv: list[str] | None = None) -> int:
                 compared[name][stage] = {"error": error}
                 differ += 1
                 continue
-            same = _collectives(got) == _collectives(base)
+            same = collectives(got) == collectives(base)
             differ += not same
             temp = base["memory"]["temp_bytes"]
             delta = (got["temp_bytes"] - temp) / temp if temp else 0.0
             compared[name][stage] = {
                 "compared_with": baseline.get(stage, "committed"),
                 "same_collectives": same,
-                "same_as_committed": _collectives(got) == _collectives(rows[name]),
+                "same_as_committed": collectives(got) == collectives(rows[name]),
                 "temp_bytes": got["temp_bytes"],
                 "compared_temp_bytes": temp,
                 "seconds": got["seconds"],

@@ -25,10 +25,8 @@ def test_a_compile_pass_reads_what_the_driver_stored(devices, tmp_path):
     verify_gpu._compile_all(devices, names, out)
     found = json.loads(out.read_text())
     for name in names:
-        assert verify_gpu._collectives(found[name]) == verify_gpu._collectives(
-            rows[name]
-        )
+        assert verify_gpu.collectives(found[name]) == verify_gpu.collectives(rows[name])
         assert found[name]["temp_bytes"] == rows[name]["memory"]["temp_bytes"]
-    assert verify_gpu._collectives(found["FSDP"]) != verify_gpu._collectives(
+    assert verify_gpu.collectives(found["FSDP"]) != verify_gpu.collectives(
         rows["tensor parallel"]
     )
