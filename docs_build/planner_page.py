@@ -139,16 +139,10 @@ DEFAULTS = {
 }
 
 
-# The model's fields that make a compiled size (microbatches only shape the pipeline).
+# The model's fields that make a compiled size: its whole numbers but the microbatches,
+# which only shape the pipeline, and its three options.
 SIZE_FIELDS = (
-    "vocab",
-    "d_model",
-    "heads",
-    "kv_heads",
-    "mlp",
-    "layers",
-    "seq",
-    "batch",
+    *(name for name in pl.WHOLE if name != "microbatches"),
     "remat",
     "gated",
     "tied",
