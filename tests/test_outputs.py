@@ -158,6 +158,7 @@ def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
     assert edited.ran and edited.blocks[2] == [{"text": "16 devices\n"}]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_on_run_hears_of_each_page_that_ran_and_of_no_cached_one(tmp_path, cache):
     page = write_page(tmp_path, "print('once')")
@@ -184,6 +185,7 @@ def test_a_page_is_parsed_again_when_a_file_it_includes_changes(tmp_path, monkey
     assert [b.source for b in outputs.page_blocks(page)] == ["x = 2\n"]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_a_page_gets_no_devices_it_did_not_set_up(tmp_path, cache, monkeypatch):
     # As in a reader's fresh Python: the build's own device settings never reach the page.
@@ -197,6 +199,7 @@ def test_a_page_gets_no_devices_it_did_not_set_up(tmp_path, cache, monkeypatch):
     assert outputs.ensure([page])[str(page)].blocks == [[{"text": "1\n"}]]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_pages_forked_one_after_another_share_nothing(tmp_path, cache):
     """Each page gets a process of its own, though the build forks it from one that has
@@ -219,6 +222,7 @@ def test_pages_forked_one_after_another_share_nothing(tmp_path, cache):
     ]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_a_page_sees_the_environment_of_its_run_not_of_an_earlier_one(
     tmp_path, cache, monkeypatch
@@ -230,6 +234,7 @@ def test_a_page_sees_the_environment_of_its_run_not_of_an_earlier_one(
         assert ran.blocks[-1] == [{"text": f"{mark}\n"}]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 @pytest.mark.parametrize("fresh", ["0", "1"], ids=["forked", "fresh interpreter"])
 def test_a_page_whose_process_dies_is_reported_with_its_exit_code(
@@ -296,6 +301,7 @@ def test_a_failing_block_is_named_with_its_traceback(tmp_path, cache):
     assert not list(cache.glob("*.json"))  # nothing cached for a failed page
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_a_failure_names_each_block_its_traceback_passes_through(tmp_path, cache):
     """A function defined in one block and failing in a later one: the build's message names
@@ -313,6 +319,7 @@ def test_a_failure_names_each_block_its_traceback_passes_through(tmp_path, cache
     assert "python-input" not in message
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_printed_tracebacks_name_blocks_as_the_reader_python_does(tmp_path, cache):
     """What a page prints is what a reader who pastes its blocks in order sees: Python 3.13's
@@ -339,6 +346,7 @@ def test_printed_tracebacks_name_blocks_as_the_reader_python_does(tmp_path, cach
     assert ".md block" not in printed["text"]
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_a_deprecation_warning_fails_the_page(tmp_path, cache):
     page = write_page(
@@ -348,6 +356,7 @@ def test_a_deprecation_warning_fails_the_page(tmp_path, cache):
         outputs.ensure([page])
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_the_command_line_reports_failures_and_exits_non_zero(tmp_path, cache, capsys):
     page = write_page(tmp_path, "1 / 0")
@@ -355,6 +364,7 @@ def test_the_command_line_reports_failures_and_exits_non_zero(tmp_path, cache, c
     assert "ZeroDivisionError: division by zero" in capsys.readouterr().err
 
 
+@pytest.mark.daily  # the runner's rarer paths; a failing block is named per push
 @pytest.mark.slow
 def test_pages_not_started_after_a_failure_do_not_hide_it(tmp_path, cache):
     pages = [write_page(tmp_path, "1 / 0", name="a.md")]

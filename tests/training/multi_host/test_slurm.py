@@ -28,6 +28,7 @@ def test_one_task_per_gpu_uses_the_gpu_of_its_local_id():
     ]
 
 
+@pytest.mark.daily  # each a launch of two processes; one launch runs per push
 def test_one_task_per_node_still_gets_only_gpu_0():
     """Two nodes with one task each: both tasks have SLURM_LOCALID 0, and JAX
     restricts each to GPU 0 unless told otherwise."""
@@ -35,12 +36,14 @@ def test_one_task_per_node_still_gets_only_gpu_0():
     assert [log.strip()[-len("use: 0") :] for log in logs] == ["use: 0", "use: 0"]
 
 
+@pytest.mark.daily  # each a launch of two processes; one launch runs per push
 def test_jax_local_device_ids_gives_a_process_every_gpu_of_its_node():
     every = "0,1,2,3,4,5,6,7"
     logs = slurm.like_srun(local_ids=[0, 0], extra={"JAX_LOCAL_DEVICE_IDS": every})
     assert [log.strip().endswith(f"use: {every}") for log in logs] == [True, True]
 
 
+@pytest.mark.daily  # each a launch of two processes; one launch runs per push
 def test_without_one_of_the_variables_slurm_is_not_recognised(monkeypatch):
     srun_variables = slurm.srun_variables
 
