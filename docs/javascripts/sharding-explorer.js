@@ -617,9 +617,8 @@
     if (!chips.length) {
       time.textContent = backend === "cpu" ?
         "No time bound: a CPU has no published link rate. Pick a TPU or a GPU." :
-        "No time bound: a mesh of more than the " + links.per_node.gpu + " GPUs of one " +
-        "NVLink node sends some of these bytes over InfiniBand, which the explorer does " +
-        "not place.";
+        "No time bound: a mesh of more than " + links.per_node.gpu + " GPUs spans NVLink " +
+        "nodes, and the explorer does not work out which bytes cross InfiniBand.";
       out.appendChild(time);
       return;
     }

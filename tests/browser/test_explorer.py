@@ -353,4 +353,14 @@ def test_the_caption_says_when_colours_repeat(context, base_url):
           .map((r) => getComputedStyle(r).fill)"""
     )
     assert len(colours) == 16 and len(set(colours)) == 8
+    # time bounds: on a TPU slice; not past one 8-GPU NVLink node, nor on a CPU
+    time = page.locator("[data-explorer=move-time]")
+    assert time.get_attribute("data-seconds") is not None
+    page.select_option("select[name=backend]", "gpu")
+    assert page.locator("[data-explorer=move-step]").count() == 1
+    assert time.text_content().startswith("No time bound: a mesh of more than 8 GPUs")
+    page.fill("input[name=mesh]", "2, 4")
+    assert "on H100 SXM (NVLink, 450 GB/s" in time.text_content()
+    page.select_option("select[name=backend]", "cpu")
+    assert time.text_content().startswith("No time bound: a CPU has no published")
     page.close()
