@@ -36,6 +36,12 @@ SCRIPT = ROOT / "docs" / "javascripts" / "sharding-explorer.js"
 MOVES_GRID = HERE / "reshard_grid.json"
 MOVES = "<!-- explorer: moves -->"
 MOVES_CHECKED = "<!-- explorer: moves-checked -->"
+# The published link rates the script turns a move's bytes into a lower bound on its time
+# with: costmodel.LINKS's, the planner's, for the chips whose compiler planned the moves
+# (the TPU rules were held to v5e and v5p, the GPU's to an H100 node).
+LINKS = "<!-- explorer: links -->"
+RATE_CHIPS = {"tpu": ("v5e", "v5p"), "gpu": ("h100",)}
+GPU_NODE = 8  # GPUs one NVLink node joins (a DGX H100: the grid's h100:1x8)
 # The page's static table of moves: every case of one mesh and shape, as compiled.
 MOVES_EXAMPLE = ([2, 4], [64, 32])
 
@@ -298,9 +304,20 @@ process.stdin.on("end", () => {
 """
 
 
-def script_answers(jobs: list[dict]) -> list[dict]:
-    """The page's own `reshard` for each job, run by Node: {steps}, {steps: None, why} or
-    {error}."""
+# Calls one function of the page's script (EXPLORER_CALL) with each list of arguments read.
+NODE_CALL = """
+const api = require(process.env.EXPLORER_SCRIPT);
+let text = "";
+process.stdin.on("data", (chunk) => { text += chunk; });
+process.stdin.on("end", () => {
+  const call = api[process.env.EXPLORER_CALL];
+  process.stdout.write(JSON.stringify(JSON.parse(text).map((args) => call(...args))));
+});
+"""
+
+
+def _node(runner: str, payload: list, **env: str) -> list:
+    """Run `runner` with the page's script under Node, `payload` on stdin, JSON back."""
     import os
     import shutil
 
@@ -311,17 +328,37 @@ def script_answers(jobs: list[dict]) -> list[dict]:
             "with Node.js, which is not on the PATH: install Node.js 18 or newer."
         )
     proc = subprocess.run(
-        [node, "-e", NODE_RUNNER],
-        input=json.dumps(jobs),
+        [node, "-e", runner],
+        input=json.dumps(payload),
         capture_output=True,
         text=True,
-        env={**os.environ, "EXPLORER_SCRIPT": str(SCRIPT)},
+        env={**os.environ, "EXPLORER_SCRIPT": str(SCRIPT), **env},
     )
     if proc.returncode:
         raise RuntimeError(
             f"{SCRIPT.relative_to(ROOT)} failed under Node:\n{proc.stderr}"
         )
     return json.loads(proc.stdout)
+
+
+def script_answers(jobs: list[dict]) -> list[dict]:
+    """The page's own `reshard` for each job, run by Node: {steps}, {steps: None, why} or
+    {error}."""
+    return _node(NODE_RUNNER, jobs)
+
+
+def script_call(name: str, calls: list[list]) -> list:
+    """The page's script's function `name` (sizeText, timeText, moveSeconds, moveProgram)
+    for each list of arguments, run by Node."""
+    return _node(NODE_CALL, calls, EXPLORER_CALL=name)
+
+
+def move_case(job: dict) -> dict:
+    """A move's job as the script's case (its source as the spec), for `moveProgram`."""
+    return {
+        **{k: job[k] for k in ("shape", "mesh", "names", "dtype")},
+        "spec": job["source"],
+    }
 
 
 def same_plan(named: list[dict], compiled: list[dict]) -> bool:
@@ -445,6 +482,53 @@ def moves_checked() -> str:
     return text
 
 
+def link_rates() -> dict:
+    """For each backend, each chip's name, network, bytes per second one chip sends over
+    it, and the source of the figure (costmodel.LINKS)."""
+    from docs_build import costmodel as cm
+
+    rates: dict = {
+        backend: [
+            {
+                "key": key,
+                "label": ("TPU " if backend == "tpu" else "") + cm.LINKS[key].chip,
+                "network": cm.LINKS[key].within_name,
+                "rate": cm.LINKS[key].within,
+                "source": cm.LINKS[key].source,
+                "url": cm.LINKS[key].url,
+            }
+            for key in keys
+        ]
+        for backend, keys in RATE_CHIPS.items()
+    }
+    rates["per_node"] = {"gpu": GPU_NODE}
+    return rates
+
+
+def links_script() -> str:
+    text = json.dumps(link_rates(), separators=(",", ":"), ensure_ascii=True)
+    return (
+        '<script type="application/json" id="explorer-links">'
+        + text.replace("<", "\\u003c")
+        + "</script>"
+    )
+
+
+RATES = "<!-- explorer: rates -->"
+NODE = "<!-- explorer: gpu node -->"
+
+
+def rates_text() -> str:
+    """The page's words for the rates the script uses: 'TPU v5e's ICI at 200 GB/s, ...'."""
+    rates = link_rates()
+    return "; ".join(
+        f"{chip['label']}'s {chip['network']} at {chip['rate'] / 1e9:g} GB/s, from "
+        f"[{chip['source']}]({chip['url']})"
+        for backend in RATE_CHIPS
+        for chip in rates[backend]
+    )
+
+
 def fill(markdown: str) -> str:
     """The explorer page with its table of examples and the size of its grid."""
     if MARKER in markdown:
@@ -455,6 +539,12 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(COUNT, f"{len(cases()):,}")
     if MOVES in markdown:
         markdown = markdown.replace(MOVES, moves_table())
+    if LINKS in markdown:
+        markdown = markdown.replace(LINKS, links_script())
+    if RATES in markdown:
+        markdown = markdown.replace(RATES, rates_text())
+    if NODE in markdown:
+        markdown = markdown.replace(NODE, str(GPU_NODE))
     if MOVES_CHECKED in markdown:
         markdown = markdown.replace(MOVES_CHECKED, moves_checked())
     return markdown

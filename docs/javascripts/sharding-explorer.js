@@ -140,6 +140,74 @@
   var NOT_MODELLED = "JAX's plan for this move takes more than one kind of step; the " +
     "explorer does not guess it.";
 
+  // ------------------------------------------------------------ sizes, times, programs
+
+  function grouped(n) {
+    return n.toLocaleString("en");
+  }
+
+  // planner_page.size_text (and the planner's script): bytes in binary units, three or four
+  // figures, half up; the same operations, so the same digits.
+  function sizeText(n) {
+    var units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    var k = 0;
+    while (k + 1 < units.length && n >= Math.pow(1024, k + 1)) k += 1;
+    if (k === 0) return grouped(Math.floor(n + 0.5)) + " bytes";
+    var value = n / Math.pow(1024, k);
+    var places = value < 10 ? 2 : value < 100 ? 1 : 0;
+    var scale = Math.pow(10, places);
+    var scaled = Math.floor(value * scale + 0.5);
+    var whole = Math.floor(scaled / scale), part = scaled % scale;
+    var digits = grouped(whole) + (places ? "." + String(part).padStart(places, "0") : "");
+    return digits + " " + units[k];
+  }
+
+  var TIME_UNITS = [[1.0, " s"], [1e-3, " ms"], [1e-6, " \u00b5s"], [1e-9, " ns"]];
+
+  // planner_page.time_text: three or four figures in the first unit the value reaches.
+  function timeText(seconds) {
+    if (seconds === 0) return "0 s";
+    var unit = TIME_UNITS[TIME_UNITS.length - 1];
+    for (var i = 0; i < TIME_UNITS.length; i++) {
+      if (seconds >= TIME_UNITS[i][0]) { unit = TIME_UNITS[i]; break; }
+    }
+    var value = seconds / unit[0];
+    var places = value < 10 ? 2 : value < 100 ? 1 : 0;
+    var scale = Math.pow(10, places);
+    var scaled = Math.floor(value * scale + 0.5);
+    var whole = Math.floor(scaled / scale), part = scaled % scale;
+    return grouped(whole) + (places ? "." + String(part).padStart(places, "0") : "") + unit[1];
+  }
+
+  // The least time one device needs to send a move's bytes: each step after the one before,
+  // every byte at the link's published rate (bytes per second out of one chip).
+  function moveSeconds(steps, rate) {
+    return steps.reduce(function (t, st) { return t + st.wire / rate; }, 0);
+  }
+
+  // A program that compiles the move on the backend it runs on and prints its collectives:
+  // what a reader runs where the explorer does not name the plan.
+  function moveProgram(c, target) {
+    var devices = prod(c.mesh);
+    var sharding = function (spec) { return "NamedSharding(mesh, " + specText(spec) + ")"; };
+    return [
+      "import re",
+      "import jax",
+      "from jax.sharding import NamedSharding, PartitionSpec as P",
+      "",
+      "jax.config.update('jax_num_cpu_devices', " + devices + ")  # " + devices +
+        " devices on a machine with no accelerator",
+      "mesh = jax.make_mesh(" + tuple(c.mesh) + ", " + tuple(c.names.map(quoted)) + ")",
+      "a = jax.ShapeDtypeStruct(" + tuple(c.shape) + ", '" + c.dtype + "', sharding=" +
+        sharding(c.spec) + ")",
+      "hlo = jax.jit(lambda a: a, out_shardings=" + sharding(target) +
+        ").lower(a).compile().as_text()",
+      "print(*[line.strip() for line in hlo.splitlines() if re.search(",
+      "    r' (all-gather|all-reduce|all-to-all|reduce-scatter|collective-permute)" +
+        "(-start)?\\(', line)], sep='\\n')"
+    ].join("\n");
+  }
+
   // A layout (above) as XLA sees it: blocks per dimension, each device's block index.
   function tiling(c, found) {
     return {
@@ -342,6 +410,11 @@
     });
     this.form.addEventListener("change", function () { self.show(); });
     this.form.addEventListener("submit", function (event) { event.preventDefault(); });
+    // the figures are drawn at the answer's width (their text at its size): again when it
+    // changes
+    window.addEventListener("resize", function () {
+      if (self.out.clientWidth !== self.shownWidth) self.show();
+    });
     this.rebuildSpec();
     this.show();
   }
@@ -381,6 +454,9 @@
   function specMenus(row, prefix, name, shape, axisNames) {
     var old = Array.prototype.map.call(row.querySelectorAll("select"),
       function (s) { return s.value; });
+    // the page's default spec (data-default: one entry per dimension) where nothing was
+    // chosen yet
+    var defaults = (row.dataset.default || "").split(" ");
     var key = shape.length + "|" + axisNames.join(",");
     if (row.dataset.key === key) return;
     row.dataset.key = key;
@@ -395,19 +471,38 @@
       options.forEach(function (entry) {
         select.appendChild(element("option", { value: choiceValue(entry) }, choiceLabel(entry)));
       });
-      if (old[d] && Array.prototype.some.call(select.options,
-        function (o) { return o.value === old[d]; })) {
-        select.value = old[d];
-      }
+      [defaults[d], old[d]].forEach(function (value) {
+        if (value && Array.prototype.some.call(select.options,
+          function (o) { return o.value === value; })) {
+          select.value = value;
+        }
+      });
       label.appendChild(select);
       row.appendChild(label);
     }
     row.appendChild(element("span", { "aria-hidden": "true" }, ")"));
   }
 
+  // The published link rates the page carries (docs_build/explorer.py, from costmodel.LINKS):
+  // per backend, each chip's name, network, bytes per second out of one chip and source.
+  function linkRates() {
+    var source = document.getElementById("explorer-links");
+    return source ? JSON.parse(source.textContent) : { tpu: [], gpu: [], per_node: {} };
+  }
+
+  // Two figures side by side where the answer is this wide, one above the other below it.
+  var TWO_UP = 600;
+  var FIGURE_GAP = 24;
+
+  Explorer.prototype.figureWidth = function () {
+    var width = this.out.clientWidth || 640;
+    return width >= TWO_UP ? Math.floor((width - FIGURE_GAP) / 2) : width;
+  };
+
   Explorer.prototype.show = function () {
     this.out.textContent = "";
     this.moveOut.textContent = "";
+    this.shownWidth = this.out.clientWidth;
     var c;
     try {
       c = this.read();
@@ -417,7 +512,8 @@
       return;
     }
     var found = layout(c);
-    this.showMove(c, found);
+    var target = menuSpec(this.targetRow);
+    this.showMove(c, found, target);
     var code = element("p");
     code.appendChild(element("code", { "data-explorer": "spec-text" }, specText(c.spec)));
     this.out.appendChild(code);
@@ -426,20 +522,24 @@
       this.out.appendChild(element("pre", { "data-explorer": "error" }, found.error));
       return;
     }
-    var copies = c.mesh.reduce(function (a, b) { return a * b; }, 1) /
-      (prod(c.shape) / prod(found.block));
+    var copies = prod(c.mesh) / (prod(c.shape) / prod(found.block));
     var summary = element("p", { "data-explorer": "summary", "data-bytes": found.bytes });
     summary.textContent = "Each device holds a block of " + tuple(found.block) + ", " +
-      found.bytes.toLocaleString("en") + " bytes of " + c.dtype + "; each block is on " +
+      sizeText(found.bytes) + " of " + c.dtype + "; each block is on " +
       copies + (copies === 1 ? " device." : " devices.");
     this.out.appendChild(summary);
-    this.out.appendChild(this.picture(c, found));
+    var figures = element("div", { class: "explorer-figures" });
+    var width = this.figureWidth();
+    figures.appendChild(this.picture(c, found, "source", width));
+    var moved = { shape: c.shape, mesh: c.mesh, names: c.names, spec: target, dtype: c.dtype };
+    var there = layout(moved);
+    if (!there.error) figures.appendChild(this.picture(moved, there, "target", width));
+    this.out.appendChild(figures);
     this.out.appendChild(this.table(c, found));
   };
 
   // The move from the spec to the target: JAX's error, nothing, the steps, or "not known".
-  Explorer.prototype.showMove = function (c, found) {
-    var target = menuSpec(this.targetRow);
+  Explorer.prototype.showMove = function (c, found, target) {
     var backend = this.fields.backend.value;
     var out = this.moveOut;
     var head = element("p");
@@ -461,8 +561,18 @@
       }
       return;
     }
+    if (backend === "cpu" && c.dtype === "bfloat16") {
+      out.appendChild(element("p", { "data-explorer": "cpu-bfloat16" }, "The CPU backend " +
+        "sends bfloat16 as float32: twice the bytes a TPU or an H100 sends for the same move."));
+    }
     if (move.steps === null) {
       out.appendChild(element("p", { "data-explorer": "move-unknown" }, move.why));
+      out.appendChild(element("p", {}, "To see JAX's plan, run this program: it compiles " +
+        "the move for the backend it runs on and prints the collectives it inserts."));
+      var pre = element("pre", { class: "explorer-program" });
+      pre.appendChild(element("code", { "data-explorer": "move-program" },
+        moveProgram(c, target)));
+      out.appendChild(pre);
       return;
     }
     if (!move.steps.length) {
@@ -470,9 +580,14 @@
         "each device already holds its block, or cuts it from the block it holds."));
       return;
     }
+    var devices = prod(c.mesh);
+    var links = linkRates();
+    var chips = backend === "gpu" && devices > links.per_node.gpu ? [] :
+      links[backend] || [];
     var table = element("table", { "data-explorer": "move-steps" });
     var headRow = element("tr");
-    ["step", "collective", "devices per group × groups", "bytes sent per device"]
+    ["step", "collective", "devices per group × groups", "sent per device"]
+      .concat(chips.map(function (l) { return "at least, " + l.label + " " + l.network; }))
       .forEach(function (t) { headRow.appendChild(element("th", { scope: "col" }, t)); });
     table.appendChild(element("thead")).appendChild(headRow);
     var body = element("tbody"), total = 0;
@@ -484,14 +599,44 @@
       row.appendChild(element("td", {}, st.kind));
       row.appendChild(element("td", {}, st.group === null ? st.groups + " pairs" :
         st.group + " × " + st.groups));
-      row.appendChild(element("td", {}, st.wire.toLocaleString("en")));
+      row.appendChild(element("td", {}, sizeText(st.wire)));
+      chips.forEach(function (l) {
+        row.appendChild(element("td", {}, timeText(st.wire / l.rate)));
+      });
       body.appendChild(row);
       total += st.wire;
     });
     table.appendChild(body);
-    out.appendChild(table);
-    out.appendChild(element("p", { "data-explorer": "move-total" },
-      "In all, " + total.toLocaleString("en") + " bytes sent per device (ring model)."));
+    // in the theme's scrolling box (a11y.js names it where it scrolls)
+    var wrap = element("div", { class: "md-typeset__scrollwrap" });
+    wrap.appendChild(element("div", { class: "md-typeset__table" })).appendChild(table);
+    out.appendChild(wrap);
+    out.appendChild(element("p", { "data-explorer": "move-total", "data-wire": total },
+      "In all, " + sizeText(total) + " sent per device (ring model)."));
+    var time = element("p", { "data-explorer": "move-time" });
+    if (!chips.length) {
+      time.textContent = backend === "cpu" ?
+        "No time bound: a CPU has no published link rate. Pick a TPU or a GPU." :
+        "No time bound: a mesh of more than " + links.per_node.gpu + " GPUs spans NVLink " +
+        "nodes, and the explorer does not work out which bytes cross InfiniBand.";
+      out.appendChild(time);
+      return;
+    }
+    var seconds = {};
+    chips.forEach(function (l) { seconds[l.key] = moveSeconds(move.steps, l.rate); });
+    time.dataset.seconds = JSON.stringify(seconds);
+    time.appendChild(document.createTextNode("A lower bound on the time, every byte at the " +
+      "published rate out of one chip, " + (backend === "tpu" ? "within one slice" :
+      "within one node") + ": "));
+    chips.forEach(function (l, i) {
+      if (i) time.appendChild(document.createTextNode("; "));
+      time.appendChild(document.createTextNode(timeText(seconds[l.key]) + " on " + l.label +
+        " (" + l.network + ", " + l.rate / 1e9 + " GB/s, from "));
+      time.appendChild(element("a", { href: l.url }, l.source));
+      time.appendChild(document.createTextNode(")"));
+    });
+    time.appendChild(document.createTextNode(". A real move is slower."));
+    out.appendChild(time);
   };
 
   Explorer.prototype.table = function (c, found) {
@@ -522,10 +667,24 @@
     return details;
   };
 
-  /* The blocks as a picture: the last two dimensions as a grid of blocks (rows, columns),
-   * the dimensions before them as panels side by side, each block labelled with the devices
-   * that hold it and coloured so that copies of one block share a colour. */
-  Explorer.prototype.picture = function (c, found) {
+  // How one dimension is cut, in words: "dimension 1 (4096), cut by 'y' into 4".
+  function axisWords(c, d, ways) {
+    var entry = c.spec[d];
+    var text = "dimension " + d + " (" + c.shape[d] + ")";
+    if (!entry) return text + ", whole";
+    return text + ", cut by " + choiceLabel(entry) + " into " + ways[d];
+  }
+
+  // The figures' proportions: the longer side at most this many times the shorter.
+  var MAX_RATIO = 8;
+  var FONT = 12; // px: every text of the figures at its size, never scaled down
+
+  /* The blocks as a picture, `width` pixels wide and drawn at that size: the last two
+   * dimensions as a grid of blocks (rows, columns) in the array's proportions, the
+   * dimensions before them as panels, each block labelled with the devices that hold it
+   * and coloured by the first of them, so that copies share a colour and a device keeps
+   * its colour from the source to the target. */
+  Explorer.prototype.picture = function (c, found, role, width) {
     var nd = c.shape.length;
     var rowsDim = nd >= 2 ? nd - 2 : -1, colsDim = nd - 1;
     var ways = found.block.map(function (b, d) { return c.shape[d] / b; });
@@ -547,31 +706,47 @@
     var MAX_PANELS = 16;
     var shownPanels = panels.slice(0, MAX_PANELS);
     var rows = rowsDim >= 0 ? ways[rowsDim] : 1, cols = ways[colsDim];
-    var cell = Math.max(22, Math.min(64, Math.floor(480 / Math.max(rows, cols))));
-    var pad = 18, gap = 16;
-    var panelW = cols * cell, panelH = rows * cell;
-    var perLine = Math.max(1, Math.floor(720 / (panelW + gap)));
+    // the panels' size: the array's last two dimensions in proportion (within MAX_RATIO)
+    var gap = 12, title = panelDims.length ? FONT + 8 : 0;
+    var perLine = Math.min(shownPanels.length, width >= 480 ? 4 : 2);
+    var room = Math.floor((width - gap * (perLine - 1)) / perLine);
+    var tall = shownPanels.length > 1 ? 160 : 240;
+    var ratio = rowsDim >= 0 ? c.shape[colsDim] / c.shape[rowsDim] : null;
+    var clamped = ratio !== null && (ratio > MAX_RATIO || ratio < 1 / MAX_RATIO);
+    var panelW, panelH;
+    if (ratio === null) {
+      panelW = room;
+      panelH = 2 * FONT + 16; // a 1-D array: a strip
+    } else {
+      ratio = Math.min(MAX_RATIO, Math.max(1 / MAX_RATIO, ratio));
+      panelW = room;
+      panelH = room / ratio;
+      if (panelH > tall) {
+        panelH = tall;
+        panelW = tall * ratio;
+      }
+    }
+    var cellW = panelW / cols, cellH = panelH / rows;
     var lines = Math.ceil(shownPanels.length / perLine);
-    var width = Math.min(shownPanels.length, perLine) * (panelW + gap) + pad;
-    var height = lines * (panelH + pad + gap) + pad;
+    var height = Math.ceil(lines * (panelH + title + gap));
     var order = Object.keys(holders);
     var svg = svgElement("svg", {
-      viewBox: "0 0 " + width + " " + height, width: width, class: "explorer-picture",
-      role: "img",
-      "aria-label": "Blocks of the " + tuple(c.shape) + " array: " + order.length +
-        " distinct blocks over " + found.blocks.length + " devices; the table below " +
-        "lists every device's block."
+      viewBox: "0 0 " + width + " " + height, width: width, height: height,
+      class: "explorer-picture", role: "img",
+      "aria-label": "Blocks of the " + tuple(c.shape) + " array under " + specText(c.spec) +
+        ": " + order.length + " distinct blocks over " + found.blocks.length + " devices."
     });
+    var stroke = Math.min(cellW, cellH) >= 12 ? 2 : Math.min(cellW, cellH) >= 4 ? 1 : 0;
     shownPanels.forEach(function (panel, p) {
-      var x0 = pad + (p % perLine) * (panelW + gap);
-      var y0 = pad + Math.floor(p / perLine) * (panelH + pad + gap);
+      var x0 = (p % perLine) * (panelW + gap);
+      var y0 = title + Math.floor(p / perLine) * (panelH + title + gap);
       if (panelDims.length) {
-        var title = panel.map(function (i, k) {
+        var name = panel.map(function (i, k) {
           var b = found.block[panelDims[k]];
           return (i * b) + ":" + ((i + 1) * b);
         }).join(", ");
-        svg.appendChild(svgElement("text", { x: x0, y: y0 - 5, class: "explorer-panel" },
-          "[" + title + ", …]"));
+        svg.appendChild(svgElement("text", { x: x0, y: y0 - 6, class: "explorer-panel" },
+          "[" + name + ", …]"));
       }
       for (var r = 0; r < rows; r++) {
         for (var k = 0; k < cols; k++) {
@@ -582,16 +757,17 @@
           }
           var key = start.join(",");
           var ids = holders[key] || [];
-          var colour = order.indexOf(key) % 8;
-          var g = svgElement("g", { class: "explorer-block explorer-c" + colour });
+          var g = svgElement("g", { class: "explorer-block explorer-c" + (ids[0] % 8) });
           g.appendChild(svgElement("rect", {
-            x: x0 + k * cell, y: y0 + r * cell, width: cell, height: cell
+            x: x0 + k * cellW, y: y0 + r * cellH, width: cellW, height: cellH,
+            style: "stroke-width: " + stroke + "px"
           }));
-          var label = ids.length === 1 ? String(ids[0]) :
-            ids.length <= 3 ? ids.join(",") : ids.length + "×";
-          if (cell >= 22) {
+          // the devices that hold it (0–3), or how many where that does not fit
+          var label = deviceList(ids);
+          if (cellW < label.length * 7.5 + 4) label = ids.length + "×";
+          if (cellW >= label.length * 7.5 + 4 && cellH >= FONT + 4) {
             g.appendChild(svgElement("text", {
-              x: x0 + k * cell + cell / 2, y: y0 + r * cell + cell / 2 + 4,
+              x: x0 + k * cellW + cellW / 2, y: y0 + r * cellH + cellH / 2 + FONT / 3,
               "text-anchor": "middle"
             }, label));
           }
@@ -601,13 +777,37 @@
         }
       }
     });
-    var figure = element("figure", { class: "explorer-figure" });
+    var figure = element("figure", { class: "explorer-figure",
+      "data-explorer": "figure-" + role, style: "width: " + width + "px" });
+    var heading = element("p", { class: "explorer-figure-title" });
+    heading.appendChild(document.createTextNode(role === "source" ? "Now, " : "Moved to "));
+    heading.appendChild(element("code", {}, specText(c.spec)));
+    heading.appendChild(document.createTextNode(": blocks of " + tuple(found.block) + ", " +
+      sizeText(found.bytes)));
+    figure.appendChild(heading);
+    var axes = element("p", { class: "explorer-axes", "data-explorer": "axes" });
+    if (rowsDim >= 0) {
+      axes.appendChild(element("span", {}, "↓ rows: " + axisWords(c, rowsDim, ways)));
+      axes.appendChild(element("br"));
+    }
+    axes.appendChild(element("span", {}, "→ columns: " + axisWords(c, colsDim, ways)));
+    if (panelDims.length) {
+      axes.appendChild(element("br"));
+      axes.appendChild(element("span", {}, "panels: " + panelDims.map(function (d) {
+        return axisWords(c, d, ways);
+      }).join("; ")));
+    }
+    figure.appendChild(axes);
     figure.appendChild(svg);
-    var caption = "Rows: dimension " + (rowsDim >= 0 ? rowsDim : "—") + ", columns: " +
-      "dimension " + colsDim + (panelDims.length ? "; one panel per block of dimension" +
-      (panelDims.length > 1 ? "s " : " ") + panelDims.join(" and ") : "") +
-      ". Each square is a block, labelled with the device that holds it (or how many " +
-      "devices hold copies); copies share a colour.";
+    var devices = found.blocks.length;
+    var caption = (ratio === null ? "A 1-D array, drawn as a strip. " : clamped ?
+      "Not to scale: one side is more than " + MAX_RATIO + " times the other. " :
+      "Drawn to the array's proportions. ") + (role !== "source" ?
+      "Labels and colours as in the first figure." :
+      "Each rectangle is a block, labelled with the devices that hold it (or how many, " +
+      "where they do not fit) and coloured as the first of them: copies share a colour, " +
+      "and a device keeps its colour in the target" + (devices > 8 ? "; colours repeat " +
+      "every 8 devices (devices 0 and 8 share one)." : "."));
     if (panels.length > MAX_PANELS) {
       caption += " The first " + MAX_PANELS + " of " + panels.length + " panels.";
     }
@@ -615,7 +815,8 @@
     return figure;
   };
 
-  var api = { layout: layout, reshard: reshard, specText: specText };
+  var api = { layout: layout, reshard: reshard, specText: specText, sizeText: sizeText,
+    timeText: timeText, moveSeconds: moveSeconds, moveProgram: moveProgram };
   // Under Node (the build checks the model against the compiled grid) there is no page.
   if (typeof module === "object" && module.exports) {
     module.exports = api;

@@ -154,16 +154,17 @@ def test_the_page_shows_the_compiled_plan_of_every_move_it_names(
 
 def test_a_reader_moves_an_array_with_the_keyboard(context, base_url):
     page, _ = visit(context, base_url + PAGE, wait="load")
-    page.focus("#explorer-spec-0")
-    page.keyboard.press("ArrowDown")  # the source: P('x', None, None)
     out = page.locator("[data-explorer=move]")
-    assert "P('x', None, None)" in out.text_content()
-    assert out.locator("[data-explorer=move-step]").count() == 1  # gathered back
-    assert out.locator("[data-explorer=move-step]").get_attribute("data-kind") == (
-        "all-gather"
-    )
-    page.focus("#explorer-target-0")
-    page.keyboard.press("ArrowDown")  # the target too: nothing moves
+    # the default: P('x', 'y') to P('x', None) on a TPU, gathered over 'y'
+    assert "P('x', 'y')" in out.text_content()
+    assert out.locator("[data-explorer=move-step]").count() == 1
+    step = out.locator("[data-explorer=move-step]")
+    assert step.get_attribute("data-kind") == "all-gather"
+    assert step.get_attribute("data-group") == "4"
+    page.focus("#explorer-target-1")
+    page.keyboard.press("ArrowDown")  # 'x': named twice, refused
+    assert out.locator("[data-explorer=move-error]").count() == 1
+    page.keyboard.press("ArrowDown")  # 'y': the source's own spec, nothing moves
     assert out.locator("[data-explorer=move-none]").count() == 1
     page.close()
 
@@ -173,12 +174,10 @@ def test_a_reader_changes_the_spec_with_the_keyboard(context, base_url):
     summary = page.locator("[data-explorer=summary]")
     before = summary.text_content()
     page.focus("#explorer-spec-0")
-    page.keyboard.press("ArrowDown")  # None -> 'x': the first dimension splits over x
-    assert (
-        page.locator("[data-explorer=spec-text]").text_content() == "P('x', None, None)"
-    )
+    page.keyboard.press("ArrowUp")  # 'x' -> None: only 'y' splits the array
+    assert page.locator("[data-explorer=spec-text]").text_content() == "P(None, 'y')"
     assert summary.text_content() != before
-    assert "(4, 6, 4)" in summary.text_content()
+    assert "(1024, 1024)" in summary.text_content()
     page.close()
 
 
@@ -212,3 +211,156 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
     assert "all-to-all" in tables.nth(1).text_content()
     context.close()
     assert seen.failed == []
+
+
+# The default case as drawn, at the viewport's width: each figure's blocks (their outline,
+# how many, their colours), its words, the page's width and every text's rendered size.
+DRAWN = """() => {
+  const app = document.getElementById('explorer-app');
+  const box = (el) => el.getBoundingClientRect();
+  const figure = (role) => {
+    const f = app.querySelector(`[data-explorer=figure-${role}]`);
+    if (!f) return null;
+    const rects = [...f.querySelectorAll('svg rect')].map(box);
+    const left = Math.min(...rects.map((r) => r.left));
+    const right = Math.max(...rects.map((r) => r.right));
+    const top = Math.min(...rects.map((r) => r.top));
+    const bottom = Math.max(...rects.map((r) => r.bottom));
+    const b = box(f);
+    return {
+      ratio: (right - left) / (bottom - top),
+      blocks: rects.length,
+      colours: [...new Set([...f.querySelectorAll('svg rect')].map(
+        (r) => getComputedStyle(r).fill))],
+      words: f.textContent,
+      top: b.top, bottom: b.bottom, left: b.left, right: b.right,
+    };
+  };
+  const small = [];
+  const walker = document.createTreeWalker(app, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode()); ) {
+    const el = node.parentElement;
+    if (!node.data.trim() || !el.getClientRects().length || el.closest('select')) continue;
+    let size = parseFloat(getComputedStyle(el).fontSize);
+    const svg = el.closest('svg');
+    if (svg) size *= box(svg).width / svg.viewBox.baseVal.width;
+    if (size < 11) small.push(`${size.toFixed(1)} px: ${node.data.trim().slice(0, 40)}`);
+  }
+  const time = app.querySelector('[data-explorer=move-time]');
+  return {
+    scheme: document.body.getAttribute('data-md-color-scheme'),
+    source: figure('source'),
+    target: figure('target'),
+    small,
+    wide: document.documentElement.scrollWidth > window.innerWidth,
+    seconds: JSON.parse(time.dataset.seconds || 'null'),
+    time: time.textContent,
+    total: app.querySelector('[data-explorer=move-total]').textContent,
+    summary: app.querySelector('[data-explorer=summary]').textContent,
+  };
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1366, 390])
+def test_the_default_draws_a_wide_array_split_both_ways_and_its_move(
+    browser, base_url, width, scheme
+):
+    from docs_build import costmodel as cm
+
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, color_scheme=scheme
+    )
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.wait_for_timeout(100)
+    drawn = page.evaluate(DRAWN)
+    context.close()
+    assert seen.console_errors == [] and seen.foreign == []
+    assert drawn["scheme"] == ("slate" if scheme == "dark" else "default")
+    # a (1024, 4096) array on 2 x 4 devices, split both ways: wide, 8 blocks, 8 colours
+    source, target = drawn["source"], drawn["target"]
+    assert (
+        "(512, 1024)" in drawn["summary"] and "2.00 MiB of float32" in drawn["summary"]
+    )
+    assert source["ratio"] == pytest.approx(4096 / 1024, rel=0.03)
+    assert source["blocks"] == 8 and len(source["colours"]) == 8
+    assert "dimension 0 (1024), cut by 'x' into 2" in source["words"]
+    assert "dimension 1 (4096), cut by 'y' into 4" in source["words"]
+    # the target beside it (below it on a phone), each device in its colour
+    assert (
+        "P('x', None)" in target["words"]
+        and "dimension 1 (4096), whole" in target["words"]
+    )
+    assert target["blocks"] == 2 and set(target["colours"]) < set(source["colours"])
+    if width >= 1000:
+        assert target["top"] == source["top"] and target["left"] > source["right"]
+    else:
+        assert target["top"] >= source["bottom"]
+    # the move's bytes in binary units and its time bound at each TPU's published rate
+    sent = 3 / 4 * 512 * 4096 * 4
+    assert "In all, 6.00 MiB sent per device" in drawn["total"]
+    assert drawn["seconds"] == pytest.approx(
+        {k: sent / cm.LINKS[k].within for k in ("v5e", "v5p")}
+    )
+    assert "lower bound" in drawn["time"] and "31.5 µs on TPU v5e" in drawn["time"]
+    # readable where it is: no text under 11 px, nothing wider than the screen
+    assert drawn["small"] == []
+    assert not drawn["wide"]
+
+
+def test_a_move_it_does_not_name_shows_the_program_that_compiles_it(context, base_url):
+    move = next(
+        m
+        for m in explorer.moves_report()["unmodelled"]
+        if m["backend"] == "cpu" and m["case"]["dtype"] == "bfloat16"
+    )
+    job = explorer.move_job(move)
+    want = explorer.script_call(
+        "moveProgram", [[explorer.move_case(job), job["target"]]]
+    )
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    shown = page.evaluate(
+        "(m) => {"
+        + FORM
+        + """
+      type('shape', m.shape.join(', '));
+      type('mesh', m.mesh.join(', '));
+      type('names', m.names.join(', '));
+      form.elements['dtype'].value = m.dtype;
+      form.elements['backend'].value = m.backend;
+      pick('[data-explorer=spec] select', m.source);
+      pick('[data-explorer=target] select', m.target);
+      const out = root.querySelector('[data-explorer=move]');
+      const program = out.querySelector('[data-explorer=move-program]');
+      return {program: program && program.textContent,
+              doubled: !!out.querySelector('[data-explorer=cpu-bfloat16]')};
+    }""",
+        job,
+    )
+    page.close()
+    assert seen.console_errors == []
+    assert shown == {"program": want[0], "doubled": True}
+
+
+def test_the_caption_says_when_colours_repeat(context, base_url):
+    page, _ = visit(context, base_url + PAGE, wait="load")
+    caption = page.locator("[data-explorer=figure-source] figcaption")
+    assert "repeat" not in caption.text_content()  # 8 devices, 8 colours
+    page.fill("input[name=mesh]", "4, 4")
+    assert "colours repeat every 8 devices" in caption.text_content()
+    colours = page.evaluate(
+        """() => [...document.querySelectorAll('[data-explorer=figure-source] rect')]
+          .map((r) => getComputedStyle(r).fill)"""
+    )
+    assert len(colours) == 16 and len(set(colours)) == 8
+    # time bounds: on a TPU slice; not past one 8-GPU NVLink node, nor on a CPU
+    time = page.locator("[data-explorer=move-time]")
+    assert time.get_attribute("data-seconds") is not None
+    page.select_option("select[name=backend]", "gpu")
+    assert page.locator("[data-explorer=move-step]").count() == 1
+    assert time.text_content().startswith("No time bound: a mesh of more than 8 GPUs")
+    page.fill("input[name=mesh]", "2, 4")
+    assert "on H100 SXM (NVLink, 450 GB/s" in time.text_content()
+    page.select_option("select[name=backend]", "cpu")
+    assert time.text_content().startswith("No time bound: a CPU has no published")
+    page.close()
