@@ -70,7 +70,7 @@ LAUNCHED = re.compile(r"snippets(?:\.[A-Za-z_]\w*)+")
 # What this tooling itself is made of: a change to any of these re-runs every page.
 # Environment variables that set up devices: a page's run never inherits them.
 PRESETS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
-TOOLING = ("outputs.py", "render.py", "timeline.py", "devices.py")
+TOOLING = ("outputs.py", "render.py", "timeline.py", "figures.py", "devices.py")
 
 
 # The file names of a page's blocks (Block.filename), as tracebacks print them.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from rich.terminal_theme import TerminalTheme
 
+from docs_build import figures
 from docs_build import timeline as step_timeline
 
 # Rich's SVG export puts text 20 px high on lines 1.22 times that; every text run carries a
@@ -467,3 +468,4 @@ def timeline(spans, title: str) -> Figure:
 # What a page may draw with a `<!-- draw: ... -->` line after a block: the expression is
 # evaluated with these names and the page's own variables, after the block has run.
 DRAWINGS = {"per_device_table": per_device_table, "timeline": timeline}
+DRAWINGS.update(figures.DRAWINGS)

@@ -1,0 +1,184 @@
+"""docs_build.figures: the block drawings hold each array's real blocks and devices, and the
+step flow lists a compiled step's collectives in the order its program runs them."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import P
+from jax.sharding import NamedSharding
+
+from docs_build import figures, render
+from snippets.hlo import COLLECTIVES
+
+
+def held(array) -> dict[tuple, set[int]]:
+    """Which devices hold which block, straight from addressable_shards."""
+    out: dict[tuple, set[int]] = {}
+    for shard in array.addressable_shards:
+        key = tuple(
+            i.indices(n)[:2] for i, n in zip(shard.index, array.shape, strict=True)
+        )
+        out.setdefault(key, set()).add(shard.device.id)
+    return out
+
+
+def drawn(svg: str, array) -> dict[tuple, set[int]]:
+    """The blocks as drawn: each rect's place as a fraction of the array's rectangle, turned
+    back into indices, with the device ids its label shows (or its tooltip, for a range)."""
+    groups = re.findall(r'<g class="block"><title>([^<]*)</title><rect ([^>]*)/>', svg)
+    rects = [
+        {
+            k: float(v)
+            for k, v in re.findall(r'\s(x|y|width|height)="([\d.]+)"', " " + a)
+        }
+        for _, a in groups
+    ]
+    left = min(r["x"] for r in rects)
+    top = min(r["y"] for r in rects)
+    right = max(r["x"] + r["width"] for r in rects)
+    bottom = max(r["y"] + r["height"] for r in rects)
+    rows, cols = (1, array.shape[0]) if array.ndim == 1 else array.shape
+    out = {}
+    for (tip, _), r in zip(groups, rects, strict=True):
+        r0 = round((r["y"] - top) / (bottom - top) * rows)
+        r1 = round((r["y"] + r["height"] - top) / (bottom - top) * rows)
+        c0 = round((r["x"] - left) / (right - left) * cols)
+        c1 = round((r["x"] + r["width"] - left) / (right - left) * cols)
+        key = ((c0, c1),) if array.ndim == 1 else ((r0, r1), (c0, c1))
+        ids = tip.split(" on ")[1].split(" ", 1)[1]
+        if "-" in ids:
+            a, b = map(int, ids.split("-"))
+            devices = set(range(a, b + 1))
+        else:
+            devices = {int(i) for i in ids.split(", ")}
+        out[key] = devices
+    return out
+
+
+@pytest.mark.parametrize(
+    "spec, shape",
+    [
+        (P("x", "y"), (8, 16)),
+        (P("y", "x"), (8, 16)),
+        (P(None, "y"), (4, 32)),
+        (P("x"), (8, 4)),
+        (P(("x", "y")), (16,)),
+        (P(), (32, 128)),
+    ],
+)
+def test_blocks_are_the_arrays_shards(mesh, spec, shape):
+    array = jax.device_put(jnp.zeros(shape), NamedSharding(mesh, spec))
+    figure = figures.blocks("title", ("a", array))
+    assert drawn(figure.svg, array) == held(array)
+    # the text alternative lists the same blocks
+    for key, devices in held(array).items():
+        where = ", ".join(f"{a}:{b}" for a, b in key)
+        ids = sorted(devices)
+        assert f"block [{where}]: device" in figure.text
+        assert str(ids[0]) in figure.text.split(f"block [{where}]: ")[1].splitlines()[0]
+
+
+def test_blocks_name_the_mesh_axis_that_cuts_each_dimension(mesh):
+    array = jax.device_put(jnp.zeros((8, 16)), NamedSharding(mesh, P(None, ("y", "x"))))
+    text = figures.blocks("t", ("a", array)).text.splitlines()
+    assert text[1] == "a: float32[8,16@(y,x)]"
+    assert text[2:4] == [
+        "  dim 0 (8): whole",
+        "  dim 1 (16): split over y, x, 8 pieces",
+    ]
+    copies = jax.device_put(jnp.zeros((8, 4)), NamedSharding(mesh, P("x")))
+    assert "  copies along y (4)" in figures.blocks("t", ("b", copies)).text
+
+
+def test_blocks_label_each_device_in_its_colour(mesh):
+    array = jax.device_put(jnp.zeros((8, 16)), NamedSharding(mesh, P("x", "y")))
+    svg = figures.blocks("t", ("a", array)).svg
+    labels = re.findall(r'<tspan fill="(#\w+)">(\d+)</tspan>', svg)
+    assert sorted(int(d) for _, d in labels) == list(range(8))
+    assert all(c == render.DEVICE_COLOURS[int(d)] for c, d in labels)
+    assert 'role="img"' in svg and 'aria-label="t. a: float32[8@x,16@y]' in svg
+    # 13 px text in a drawing at most 360 wide: above 11 px on a 390 px phone
+    assert re.search(r'viewBox="0 0 (\d+)', svg)[1] == "360" and 'font-size="13"' in svg
+
+
+def test_blocks_refuse_what_they_cannot_draw(mesh):
+    with pytest.raises(ValueError, match="1-D and 2-D"):
+        figures.blocks("t", ("a", jnp.zeros((2, 2, 2))))
+    with pytest.raises(ValueError, match="at least one"):
+        figures.blocks("t")
+
+
+@pytest.fixture(scope="module")
+def fsdp_like(line_mesh):
+    """Two weights of different shapes split over x, gathered for use; compiled for CPU."""
+    from flax import nnx
+
+    class Two(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.ones((16, 24)))
+            self.b = nnx.Param(jnp.ones((24, 8)))
+
+    model = Two()
+    state = nnx.state(model)
+    split = jax.device_put(state, NamedSharding(line_mesh, P("x")))
+    nnx.update(model, split)
+    everywhere = NamedSharding(line_mesh, P())
+
+    def loss(model, x):
+        a = jax.lax.with_sharding_constraint(model.a[...], everywhere)
+        b = jax.lax.with_sharding_constraint(model.b[...], everywhere)
+        return jnp.sum(jnp.tanh(x @ a) @ b)
+
+    x = jax.device_put(jnp.ones((8, 16)), NamedSharding(line_mesh, P("x")))
+    compiled = jax.jit(nnx.grad(loss)).lower(model, x).compile()
+    return compiled, model
+
+
+def test_step_flow_follows_the_programs_collectives_in_order(fsdp_like):
+    compiled, model = fsdp_like
+    text = compiled.as_text()
+    entry = text[text.index("\nENTRY ") :]
+    ops = re.findall(r"= (?:\(.*?\)|\S+) ([\w-]+)\(", entry[: entry.index("\n}")])
+    in_hlo = [
+        o.removesuffix("-start") for o in ops if o.removesuffix("-start") in COLLECTIVES
+    ]
+    figure = figures.step_flow(compiled, model, "step")
+    listed = [
+        line.split(". ", 1)[1].split(" ", 1)[0]
+        for line in figure.text.splitlines()[2:]
+        if not line.split(". ", 1)[1].startswith("compute")
+    ]
+    assert [figures.KIND_NAMES[k] for k in in_hlo] == listed
+    assert "gather" in listed  # the constraint gathers both weights
+    gathers = [ln for ln in figure.text.splitlines() if ". gather " in ln]
+    assert sorted(g.split("gather ")[1].split(" (")[0] for g in gathers) == ["a", "b"]
+    assert any("f32[16,24]" in g and "gather a " in g for g in gathers)
+    assert figure.text.splitlines()[1] == "CPU program, in the order it runs:"
+    assert figure.html.count("<li") == len(figure.text.splitlines()) - 2
+
+
+def test_step_flow_on_the_fsdp_page_names_every_parameter(capsys):
+    """The page's own step (CPU): each parameter gathered whole once, then one all-reduce
+    of the loss and every gradient; compute between them."""
+    from snippets.training.fsdp import placement, step
+
+    mesh = placement.data_mesh()
+    _, model, optimizer = placement.place_fsdp(mesh)
+    compiled = step.compile_fsdp(
+        step.fsdp_step_for(mesh), model, optimizer, step.sharded_data(mesh)
+    )
+    capsys.readouterr()
+    lines = figures.step_flow(compiled, model, "step").text.splitlines()[2:]
+    gathered = sorted(
+        ln.split("gather ")[1].split(" (")[0] for ln in lines if ". gather " in ln
+    )
+    assert gathered == ["down.bias", "down.kernel", "up.bias", "up.kernel"]
+    (reduce,) = [ln for ln in lines if ". all-reduce " in ln]
+    for name in gathered:
+        assert name in reduce
+    assert lines.index(reduce) > max(
+        i for i, ln in enumerate(lines) if ". gather " in ln
+    )
+    assert any(ln.endswith(". compute") for ln in lines)
