@@ -19,10 +19,8 @@ def formats():
     )
     for dtype in (jnp.float32, jnp.bfloat16, jnp.float16):
         info = jnp.finfo(dtype)
-        print(
-            f"{info.dtype.name:<10}{info.nexp:>15}{info.nmant:>15}"
-            f"{float(info.smallest_normal):>17.4g}"
-        )
+        smallest = f"2**{info.minexp}"  # what finfo.smallest_normal is, exactly
+        print(f"{info.dtype.name:<10}{info.nexp:>15}{info.nmant:>15}{smallest:>17}")
     # --8<-- [end:formats]
 
 

@@ -26,7 +26,9 @@ def test_bfloat16_has_float32s_exponent_and_float16_has_five_bits():
     assert (f32.nmant, bf16.nmant, f16.nmant) == (23, 7, 10)
     assert float(bf16.smallest_normal) == float(f32.smallest_normal) == 2.0**-126
     assert float(f16.smallest_normal) == 2.0**-14
-    assert "bfloat16                8              7        1.175e-38" in text
+    for info in (f32, bf16, f16):  # the printed 2**minexp is the smallest normal
+        assert float(info.smallest_normal) == 2.0**info.minexp
+    assert "bfloat16                8              7          2**-126" in text
     # "float16's largest number is 65,504, so a scale of 2**16 ... becomes inf"
     assert float(f16.max) == 65504
     assert bool(jnp.isinf(jnp.array(2.0**15, jnp.float16) * 2))
