@@ -180,3 +180,13 @@ def test_the_pages_dtype_claims_hold_for_both_steps(prose):
     said = pages.dtypes_said(STEPS[0])
     for target in data["advanced"]["targets"]:
         assert f"on {target}" in said
+
+
+def test_the_compiled_size_is_the_one_the_page_names(prose):
+    """'about 168 million parameters': the model docs_build/compiled/advanced.py compiles,
+    counted from its shapes by the transformer page's own formula."""
+    from docs_build.compiled import advanced
+    from snippets.advanced.transformer.model import param_count
+
+    millions = round(param_count(advanced.TRANSFORMER) / 1e6)
+    assert f"about {millions} million parameters, compiled for each target" in prose
