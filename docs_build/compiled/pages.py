@@ -16,6 +16,9 @@ A page writes a marker where generated evidence goes:
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
   page's formula against the compiled program's, its temporaries and its peak.
+- `<!-- tpu-dtypes: NAME | NAME -->`: the same programs' bytes sent per device, by kind of
+  collective and the dtype it carries; `<!-- tpu-dtypes-said: NAME -->` one sentence: the
+  share of the gathered and of the reduced bytes each target sends in bfloat16.
 - `<!-- gpu-fits: TARGET / NAME -->`: the bytes per device one of those programs needs, as the
   transformer page's `fits` adds them (arguments + outputs - aliased + temporaries), in MiB;
   `<!-- gpu-budget: CARD -->` the memory JAX's allocator takes of that card by default.
@@ -72,6 +75,8 @@ APPROACHES_TABLE = "<!-- tpu-approaches -->"
 PROGRAMS_TABLE = re.compile(r"<!-- tpu-programs: ([^>]+?) -->")
 WORK_TABLE = re.compile(r"<!-- tpu-work: ([^>]+?) -->")
 MEMORY_TABLE = re.compile(r"<!-- tpu-memory: ([^>]+?) -->")
+DTYPES_TABLE = re.compile(r"<!-- tpu-dtypes: ([^>]+?) -->")
+DTYPES_SAID = re.compile(r"<!-- tpu-dtypes-said: ([^>]+?) -->")
 FITS = re.compile(r"<!-- gpu-fits: ([^/]+?) / ([^>]+?) -->")
 BUDGET = re.compile(r"<!-- gpu-budget: (\w+) -->")
 MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
@@ -479,6 +484,88 @@ def work_table(names: str, data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def dtype_bytes(p: dict) -> dict[tuple[str, str], float]:
+    """Bytes one device sends per call, by the ring model, by (kind, dtype): a collective
+    over a tuple of arrays shares its bytes among them by their sizes."""
+    sent: dict[tuple[str, str], float] = {}
+    for c in p["collectives"]:
+        parts = [(_shape_bytes(s), s.split("[")[0]) for s in c["shapes"]]
+        whole = sum(n for n, _ in parts) or 1
+        for n, dtype in parts:
+            key = (c["kind"], dtype)
+            sent[key] = (
+                sent.get(key, 0.0) + c["wire_bytes"] * (c["runs"] or 1) * n / whole
+            )
+    return sent
+
+
+def _shape_bytes(shape: str) -> int:
+    dtype, dims = re.fullmatch(r"([a-z]\w*)\[([\d,]*)\].*", shape).groups()
+    bits = int((re.search(r"\d+", dtype) or [8])[0])
+    return math.ceil(bits * math.prod(int(n) for n in dims.split(",") if n) / 8)
+
+
+def bf16_share(p: dict, kind: str) -> float:
+    """The part of the bytes a program's collectives of `kind` send that is bfloat16."""
+    sent = {dtype: n for (k, dtype), n in dtype_bytes(p).items() if k == kind}
+    return sent.get("bf16", 0.0) / (sum(sent.values()) or 1)
+
+
+def dtypes_table(names: str, data: dict | None = None) -> str:
+    """Each program on each target: MiB sent per device by collective and dtype."""
+    data = data or results()
+    wanted = [n.strip() for n in names.split("|")]
+    shown = [
+        advanced_program(t, n, data)
+        for n in wanted
+        for t in data["advanced"]["targets"]
+    ]
+    kinds = sorted({k for p in shown for k, _ in dtype_bytes(p)})
+    lines = [
+        "| program | target | "
+        + " | ".join(f"{k}<br>bf16 / f32" for k in kinds)
+        + " |",
+        "|---|---|" + "---|" * len(kinds),
+        *_advanced_rows(
+            names,
+            data,
+            lambda p: tuple(
+                " / ".join(
+                    f"{dtype_bytes(p).get((k, d), 0.0) / MIB:,.1f}"
+                    for d in ("bf16", "f32")
+                )
+                + " MiB"
+                for k in kinds
+            ),
+        ),
+    ]
+    other = {d for p in shown for _, d in dtype_bytes(p) if d not in ("bf16", "f32")}
+    if other:
+        raise CompiledResultsError(f"collectives in {sorted(other)}: add a column")
+    caption = (
+        "Per device, per call: the bytes each kind of collective sends by the ring model, "
+        f"split by the dtype it carries. {_where(data)} Sizes: "
+        "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
+def dtypes_said(name: str, data: dict | None = None) -> str:
+    """A sentence: the share of one program's gathered and reduced bytes sent in bf16."""
+    data = data or results()
+    parts = []
+    for target in data["advanced"]["targets"]:
+        p = advanced_program(target, name.strip(), data)
+        parts.append(
+            f"{bf16_share(p, 'all-gather'):.0%} and {bf16_share(p, 'all-reduce'):.0%} "
+            f"on {target}"
+        )
+    return (
+        f"In the step \u201c{name.strip()}\u201d, bfloat16 carries, of the bytes gathered "
+        f"and of the bytes all-reduced, " + ", ".join(parts) + "."
+    )
+
+
 def needed_bytes(p: dict) -> int:
     """What the transformer page's `fits` computes, from the stored memory_analysis()."""
     m = p["memory"]
@@ -829,6 +916,8 @@ def fill(markdown: str) -> str:
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)
     if MODEL_TABLE in markdown:
         markdown = markdown.replace(MODEL_TABLE, model_table())
+    markdown = DTYPES_TABLE.sub(lambda m: dtypes_table(m.group(1)), markdown)
+    markdown = DTYPES_SAID.sub(lambda m: dtypes_said(m.group(1)), markdown)
     markdown = FITS.sub(
         lambda m: f"{needed_bytes(advanced_program(*m.groups())) / MIB:,.1f} MiB",
         markdown,

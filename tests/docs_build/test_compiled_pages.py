@@ -318,3 +318,24 @@ def test_the_gpu_options_section_says_what_the_programs_show():
         "Compiled for the A100 node, with XLA's defaults, these steps overlap nothing",
     ):
         assert phrase in said, phrase
+
+
+def test_the_dtype_split_shares_a_tuples_bytes_by_size():
+    """The mixed precision page's tpu-dtypes table: a collective over a tuple of arrays
+    shares its bytes among them by their sizes, each run counted."""
+    p = {
+        "collectives": [
+            {
+                "kind": "all-gather",
+                "shapes": ["f32[4]", "bf16[8]"],
+                "wire_bytes": 64.0,
+                "runs": 2,
+            }
+        ]
+    }
+    assert pages.dtype_bytes(p) == {
+        ("all-gather", "f32"): 64.0,
+        ("all-gather", "bf16"): 64.0,
+    }
+    assert pages.bf16_share(p, "all-gather") == 0.5
+    assert pages.bf16_share(p, "all-reduce") == 0.0

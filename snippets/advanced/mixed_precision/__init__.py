@@ -1,0 +1,1 @@
+"""Mixed precision: the dtype contract of the transformer step, loss scaling, master weights."""

@@ -1,0 +1,1 @@
+"""Tests of the mixed precision page: docs/advanced/mixed-precision.md."""
