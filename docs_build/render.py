@@ -465,7 +465,20 @@ def timeline(spans, title: str) -> Figure:
     return Figure(svg=svg, text=text)
 
 
+def pipeline_chart(table, num_stages: int, title: str) -> Figure:
+    """A pipeline schedule, one lane per stage, F and B boxes per step (see
+    docs_build/pipeline_chart.py)."""
+    from docs_build import pipeline_chart as chart
+
+    svg, text = chart.draw(table, num_stages, title)
+    return Figure(svg=svg, text=text)
+
+
 # What a page may draw with a `<!-- draw: ... -->` line after a block: the expression is
 # evaluated with these names and the page's own variables, after the block has run.
-DRAWINGS = {"per_device_table": per_device_table, "timeline": timeline}
+DRAWINGS = {
+    "per_device_table": per_device_table,
+    "timeline": timeline,
+    "pipeline_chart": pipeline_chart,
+}
 DRAWINGS.update(figures.DRAWINGS)

@@ -278,6 +278,7 @@ print("per_device_bytes", "ok" if ex.solution("per_device_bytes")((6, 5), jnp.fl
 model = ex.solution("fsdp_shard")(MLP(4, 8, 2, rngs=nnx.Rngs(0)), mesh(("data",)))
 print("fsdp_shard", "ok" if model.up.kernel[...].sharding.spec == P(None, "data") else "wrong")
 print("gpipe_schedule", "ok" if ex.solution("gpipe_schedule")(1, 3).tolist() == [[0, 1, 2]] else "wrong")
+print("one_f_one_b", "ok" if ex.solution("one_f_one_b")(1, 2) == {(0, 0): ("F", 0), (1, 0): ("B", 0), (2, 0): ("F", 1), (3, 0): ("B", 1)} else "wrong")
 sharding = NamedSharding(mesh(("data",)), P("data"))
 print("process_rows", "ok" if ex.solution("process_rows")(sharding, (5, 2), jax.devices()) == list(range(5)) else "wrong")
 print("mesh_shape_for", "ok" if ex.solution("mesh_shape_for")(1, 10, 16) == (1, 1) else "wrong")
@@ -351,6 +352,7 @@ ONE_DEVICE_ORDER = [
     "per_device_bytes",
     "fsdp_shard",
     "gpipe_schedule",
+    "one_f_one_b",
     "process_rows",
     "mesh_shape_for",
     "ring_attention",

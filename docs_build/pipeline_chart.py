@@ -1,0 +1,112 @@
+"""A pipeline schedule's bubble chart, drawn from the table a page's code runs.
+
+`<!-- draw: pipeline_chart(table, num_stages, "title") -->` after a block draws `table`, a
+`{(step, stage): ("F" or "B", microbatch)}` dict as snippets/training/pipeline_training builds
+and runs it: one lane per stage (device), one column per step, a box per job. Forward boxes
+are filled with the device's colour (the collectives page's colours) and labelled in white;
+backward boxes are white cards outlined and labelled in that colour, so both read in the light
+and the dark scheme (every device colour keeps 4.5:1 on white). An empty slot is the bubble.
+
+The SVG keeps its size (11 px text) and scrolls sideways on a narrow screen instead of
+shrinking. The text returned with it lists each stage's jobs in order, with its idle steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+
+from docs_build.render import CARD_PAPER, DEVICE_COLOURS
+
+LEFT, CELL, LANE, GAP, TOP = 58, 26, 22, 4, 16
+
+
+def _check(table: dict, num_stages: int) -> int:
+    if not table:
+        raise ValueError("pipeline_chart needs a schedule with at least one job.")
+    for (step, stage), job in table.items():
+        if not 0 <= stage < num_stages or step < 0:
+            raise ValueError(
+                f"step {step}, stage {stage} is outside a chart of {num_stages} stages."
+            )
+        if len(job) != 2 or job[0] not in ("F", "B"):
+            raise ValueError(f"a job is ('F' or 'B', microbatch); got {job!r}.")
+    return max(step for step, _ in table) + 1
+
+
+def describe(table: dict, num_stages: int, title: str) -> str:
+    """Each stage's jobs in step order, a run of idle steps as `idle N`."""
+    steps = _check(table, num_stages)
+    idle = steps * num_stages - len(table)
+    lines = [
+        title,
+        f"{num_stages} stages across, {steps} steps; {idle} of "
+        f"{steps * num_stages} slots idle",
+    ]
+    for stage in range(num_stages):
+        words, gap = [], 0
+        for step in range(steps):
+            job = table.get((step, stage))
+            if job is None:
+                gap += 1
+                continue
+            if gap:
+                words.append(f"(idle {gap})")
+                gap = 0
+            words.append(f"{job[0]}{job[1]}")
+        if gap:
+            words.append(f"(idle {gap})")
+        lines.append(f"stage {stage}: " + " ".join(words))
+    return "\n".join(lines)
+
+
+def draw(table: dict, num_stages: int, title: str) -> tuple[str, str]:
+    """The chart as inline SVG, and its text for screen readers and the snapshot."""
+    steps = _check(table, num_stages)
+    bottom = TOP + num_stages * (LANE + GAP)
+    parts = []
+    for step in range(0, steps, 2):
+        x = LEFT + step * CELL + CELL / 2
+        parts.append(f'<text x="{x}" y="{TOP - 5}" text-anchor="middle">{step}</text>')
+    for stage in range(num_stages):
+        y = TOP + stage * (LANE + GAP)
+        parts.append(
+            f'<text x="{LEFT - 6}" y="{y + LANE / 2 + 4}" text-anchor="end">'
+            f"stage {stage}</text>"
+            f'<line x1="{LEFT}" x2="{LEFT + steps * CELL}" y1="{y + LANE / 2}" '
+            f'y2="{y + LANE / 2}" stroke="currentColor" stroke-opacity="0.25" '
+            'stroke-dasharray="2 3"/>'
+        )
+    for (step, stage), (op, m) in sorted(table.items()):
+        colour = DEVICE_COLOURS[stage % len(DEVICE_COLOURS)]
+        x, y = LEFT + step * CELL + 1, TOP + stage * (LANE + GAP)
+        fill, ink = (colour, "#ffffff") if op == "F" else (CARD_PAPER, colour)
+        name = "forward" if op == "F" else "backward"
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{LANE}" rx="2" '
+            f'fill="{fill}" stroke="{colour}" stroke-width="2">'
+            f"<title>step {step}, stage {stage}: {name} of microbatch {m}</title></rect>"
+            f'<text x="{x + (CELL - 2) / 2}" y="{y + LANE / 2 + 4}" '
+            f'text-anchor="middle" fill="{ink}">{op}{m}</text>'
+        )
+    legend_y = bottom + 14
+    parts.append(
+        f'<text x="{LEFT}" y="{legend_y}">step across; F: forward (filled), '
+        "B: backward (outlined), empty: idle</text>"
+    )
+    width, height = LEFT + steps * CELL + 8, legend_y + 6
+    text = describe(table, num_stages, title)
+    ident = "pc-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+    desc = " ".join(text.splitlines()[1:])
+    svg = (
+        f'<svg id="{ident}" class="pipeline-chart" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-labelledby="{ident}-title {ident}-desc" font-size="11" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">'
+        f'<title id="{ident}-title">{html.escape(title)}</title>'
+        f'<desc id="{ident}-desc">{html.escape(desc)}</desc>'
+        + "".join(parts)
+        + "</svg>"
+    )
+    return svg, text
