@@ -201,6 +201,23 @@ def program(model: pl.Model, layout: pl.Layout, run: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
+def text_or_why(model: pl.Model, layout: pl.Layout) -> dict[str, str]:
+    """What the page shows for a row: {"text": its program} or {"why": why none}."""
+    why = why_not(model, layout)
+    return {"why": why} if why else {"text": program(model, layout)}
+
+
+def data() -> dict:
+    """What the script builds the same text from (planner_page.data_json)."""
+    return {
+        "rules": rules(),
+        "parameters": PARAMETERS,
+        "config_fields": CONFIG_FIELDS,
+        "pipeline": PIPELINE,
+        "not_split": NOT_SPLIT,
+    }
+
+
 def table_of(logical: str):
     return dict(rules())[logical]
 
