@@ -2,9 +2,10 @@
 
     python -m docs_build.planner_grid [--targets cpu v5e:2x4 ...] [--configs small ...]
 
-(`nox -s planner` runs it, in the environment with libtpu and the CUDA plugin.) Each entry is the page's own
-step (`snippets.advanced.transformer`: `init.sharded_init`, `step.make_train_step`) on a
-(data, fsdp, tensor) mesh of 8 devices, lowered from shapes and compiled for the target,
+(`nox -s planner` runs it, in the environment with libtpu and the CUDA plugin.) Each entry is the program the strategy
+planner prints for that size and mesh (docs_build.planner_program: the page's own step,
+`init.sharded_init` and `step.make_train_step`, on a (data, fsdp, tensor) mesh of 8
+devices), executed up to its compile, lowered from shapes and compiled for the target,
 as `docs_build/compiled/advanced.py` does for the page's one mesh. Stored per entry: the
 memory analysis, and the collectives as the HLO reader reads them (with their wire bytes
 per device per step, ring model). tests/docs_build/test_planner.py holds the strategy
@@ -74,6 +75,7 @@ CONFIGS = {
 INPUTS = (
     "docs_build/hlo.py",
     "docs_build/planner_grid.py",
+    "docs_build/planner_program.py",
     "docs_build/compiled/records.py",
     "docs_build/compiled/targets.py",
     "snippets/advanced/transformer/init.py",
@@ -99,29 +101,20 @@ def inputs_digest() -> dict[str, str]:
 
 
 def compile_step(config: str, shape: tuple[int, int, int], devices):
-    """The page's train step for `config` on a (data, fsdp, tensor) = `shape` mesh."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import AxisType, NamedSharding
+    """The planner's printed program for `config` on a (data, fsdp, tensor) = `shape`
+    mesh (docs_build.planner_program.program, up to its compile), run in a namespace of
+    the transformer page's names whose `jax.devices()` are the target's `devices`: the
+    compiled step it leaves in `compiled`."""
+    from docs_build import planner as pl
+    from docs_build import planner_program
 
-    from snippets.advanced.transformer import init, model, step
-
-    fields, batch = CONFIGS[config]
-    cfg = model.Config(**fields)
-    mesh = jax.make_mesh(
-        shape,
-        ("data", "fsdp", "tensor"),
-        axis_types=(AxisType.Auto,) * 3,
-        devices=list(devices),
-    )
-    sharded = init.sharded_init(cfg, mesh)
-    tokens = jax.ShapeDtypeStruct(
-        (batch, cfg.seq + 1),
-        jnp.int32,
-        sharding=NamedSharding(mesh, model.mesh_axes(("batch", None))),
-    )
-    program = step.make_train_step(sharded, mesh)
-    return program.lower(sharded.abstract, tokens).compile()
+    _, batch = CONFIGS[config]
+    model = pl.Model.from_config(_config(config), batch)
+    layout = pl.Layout(pl.name_of(*shape), *shape)
+    text = planner_program.program(model, layout, run=False)
+    names = planner_program.namespace(devices)
+    exec(compile(text, f"<planner program: {config} on {shape}>", "exec"), names)
+    return names["compiled"]
 
 
 def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> dict:

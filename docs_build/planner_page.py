@@ -34,7 +34,7 @@ from functools import cache
 from docs_build import costmodel as cm
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
-from docs_build import steptime
+from docs_build import planner_program, steptime
 from docs_build import transformer_cost as tc
 from docs_build.compiled import targets as tg
 
@@ -67,6 +67,7 @@ MARKERS = {
     "card bound": "<!-- planner: card bound -->",
     "temporaries": "<!-- planner: temporaries -->",
     "tpu temporaries": "<!-- planner: tpu temporaries -->",
+    "program": "<!-- planner: program -->",
 }
 
 
@@ -721,6 +722,42 @@ def examples_table(case: dict) -> str:
     return "\n".join(lines)
 
 
+def program_row(case: dict) -> dict:
+    """The row whose program the page prints first: the top-ranked one, or, where no row
+    is ranked, the first the page shows."""
+    rows = ordered(answer(case)["rows"])
+    return next((r for r in rows if r["rank"] == 1), rows[0])
+
+
+def row_layout(row: dict) -> pl.Layout:
+    a, f, t, s = row["mesh"]
+    return pl.Layout(row["layout"], data=a, fsdp=f, tensor=t, stages=s)
+
+
+def program_note(case: dict, row: dict) -> str:
+    """The words above a row's program (the script writes the same)."""
+    rank = f"ranked {row['rank']}" if row["rank"] else "not ranked"
+    return f"{row['layout']}, {mesh_text(row['mesh'])} ({rank}) for the form's input:"
+
+
+def program_html(case: dict) -> str:
+    """The program section's static content: the program of `case`'s first row, printed
+    by planner_program (the script replaces it with the reader's choice)."""
+    import html
+
+    row = program_row(case)
+    shown = planner_program.text_or_why(model_of(case), row_layout(row))
+    body = shown.get("text", shown.get("why"))
+    return (
+        '<div id="planner-program" class="planner-program">\n'
+        '<p class="planner-program-pick" hidden><label>Layout <select '
+        'name="program-layout" data-planner="program-layout"></select></label></p>\n'
+        f'<p data-planner="program-note">{html.escape(program_note(case, row))}</p>\n'
+        f'<pre><code data-planner="program">{html.escape(body)}</code></pre>\n'
+        "</div>"
+    )
+
+
 def gaps() -> dict[str, float]:
     """The largest disagreement of each figure with the compiled programs, over the grid
     (the formulas under each program's own plan, as tests/docs_build/test_planner.py)."""
@@ -795,6 +832,7 @@ def data_json() -> str:
         "defaults": DEFAULTS,
         "custom": CUSTOM,
         "presets": presets(),
+        "program": planner_program.data(),
     }
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
     return text.replace("<", "\\u003c")
@@ -817,6 +855,7 @@ def fill(markdown: str) -> str:
         "card bound": time_text(bound),
         "temporaries": temporaries_checked(),
         "tpu temporaries": tpu_temporaries(),
+        "program": program_html(DEFAULTS),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])

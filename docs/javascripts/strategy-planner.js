@@ -580,6 +580,240 @@
     return rows;
   }
 
+  // ------------------------------------------------------------ the program for a row
+
+  // planner_program's text, line for line: Python's repr of an axis entry, a shape, a spec
+  function pyRepr(value) {
+    if (value === null) return "None";
+    if (typeof value === "string") return "'" + value + "'";
+    return "(" + value.map(pyRepr).join(", ") + (value.length === 1 ? "," : "") + ")";
+  }
+
+  function shapeText(dims) {
+    return "(" + dims.join(", ") + (dims.length === 1 ? "," : "") + ")";
+  }
+
+  function specText(entries) {
+    return "P(" + entries.map(pyRepr).join(", ") + (entries.length === 1 ? "," : "") + ")";
+  }
+
+  function axisWays(axes, sizes) {
+    if (axes === null) return 1;
+    return (typeof axes === "string" ? [axes] : axes).reduce(function (n, a) {
+      return n * sizes[a];
+    }, 1);
+  }
+
+  // planner_program.parameters: name, shape, spec entries and block of each parameter
+  function parametersOf(model, l) {
+    var rules = {};
+    DATA.program.rules.forEach(function (r) { rules[r[0]] = r[1]; });
+    var sizes = { data: l.data, fsdp: l.fsdp, tensor: l.tensor };
+    var size = { vocab: model.vocab, embed: model.d_model, heads: model.heads,
+      kv_heads: model.kv, head_dim: model.headDim, mlp: model.mlp, layers: model.layers };
+    var found = [];
+    DATA.program.parameters.forEach(function (p) {
+      var name = p[0], names = p[1];
+      if (/\/gate$/.test(name) && !model.gated) return;
+      if (/\/head$/.test(name) && model.tied) return;
+      var shape = names.map(function (n) { return n === null ? 2 : size[n]; });
+      var entries = names.map(function (n) { return n === null ? null : rules[n]; });
+      var block = shape.map(function (n, i) { return idiv(n, axisWays(entries[i], sizes)); });
+      found.push([name, shape, entries, block]);
+    });
+    return found;
+  }
+
+  // planner_program.why_not and program: the row's program, or why it has none
+  function program(model, l, run) {
+    var words = DATA.program;
+    if (l.stages > 1) return { why: words.pipeline };
+    var found = reasons(model, l);
+    if (found.length) return { why: words.not_split.replace("{reason}", found.join("; ")) };
+    var mesh = [l.data, l.fsdp, l.tensor];
+    var sizes = { data: l.data, fsdp: l.fsdp, tensor: l.tensor };
+    var n = l.data * l.fsdp * l.tensor, batch = model.batch;
+    var fields = words.config_fields.map(function (k) { return k + "=" + model[k]; });
+    if (!model.remat) fields.push("remat=False");
+    if (model.kv !== model.heads) fields.push("kv_heads=" + model.kv);
+    if (model.gated) fields.push("gated=True");
+    if (model.tied) fields.push("tied=True");
+    var lines = [
+      "# " + l.name + " on " + n + " devices: (data, fsdp, tensor) = " + shapeText(mesh) + ".",
+      "# Run after the transformer page's blocks: Config, RULES, mesh_axes,",
+      "# sharded_init, make_train_step, shard_batch and token_batches are theirs.",
+      "cfg = Config(" + fields.join(", ") + ")",
+      "mesh = jax.make_mesh(",
+      "    " + shapeText(mesh) + ",",
+      '    ("data", "fsdp", "tensor"),',
+      "    axis_types=(AxisType.Auto,) * 3,",
+      "    devices=jax.devices()[:" + n + "],",
+      ")",
+      "# RULES on this mesh: each logical axis, its mesh axes, how many ways it splits"
+    ];
+    var batchAxes = null;
+    words.rules.forEach(function (r) {
+      var ways = axisWays(r[1], sizes);
+      if (r[0] === "batch") batchAxes = r[1];
+      lines.push("#   " + r[0].padEnd(9) + " -> " + pyRepr(r[1]).padEnd(18) + " " +
+        (ways > 1 ? ways + " ways" : "whole"));
+    });
+    var rows = parametersOf(model, l).map(function (p) {
+      return [p[0], shapeText(p[1]), specText(p[2]), shapeText(p[3])];
+    });
+    var head = ["parameter", "shape", "spec", "per device"];
+    var all = [head].concat(rows);
+    var widths = [0, 1, 2].map(function (i) {
+      return Math.max.apply(null, all.map(function (r) { return r[i].length; }));
+    });
+    lines.push("# Each parameter, and AdamW's two moments of it (mu, nu), is laid out:");
+    all.forEach(function (r) {
+      lines.push("#   " + [r[0].padEnd(widths[0]), r[1].padEnd(widths[1]),
+        r[2].padEnd(widths[2]), r[3]].join("  "));
+    });
+    if (model.optimizer !== "adamw" || model.param_bytes !== DATA.f32) {
+      var weights = model.param_bytes === DATA.f32 ? "float32" : "bfloat16";
+      lines.push("# The page's TrainState trains with AdamW on float32 weights; the planner's",
+        "# row priced " + model.optimizer + " on " + weights + " weights.");
+    }
+    lines.push(
+      "sharded = sharded_init(cfg, mesh)  # the train state, split by RULES",
+      "# The batch: " + batch + " sequences, " + idiv(batch, l.data * l.fsdp) +
+        " on each device.",
+      'batch = NamedSharding(mesh, mesh_axes(("batch", None)))  # ' +
+        specText([batchAxes, null]),
+      "tokens = jax.ShapeDtypeStruct((" + batch + ", cfg.seq + 1), jnp.int32, " +
+        "sharding=batch)",
+      "train_step = make_train_step(sharded, mesh)",
+      "compiled = train_step.lower(sharded.abstract, tokens).compile()");
+    if (run !== false) {
+      lines.push(
+        "# One step on the devices:",
+        "state = sharded.init()",
+        "batches = token_batches(cfg, steps=1, batch=" + batch + ")",
+        "state, loss = compiled(state, shard_batch(batches[0], mesh))",
+        'print(f"loss {float(loss):.3f}")');
+    }
+    return { text: lines.join("\n") + "\n" };
+  }
+
+  // ------------------------------------------------------------ the program for a row
+
+  // planner_program's text, line for line: Python's repr of an axis entry, a shape, a spec
+  function pyRepr(value) {
+    if (value === null) return "None";
+    if (typeof value === "string") return "'" + value + "'";
+    return "(" + value.map(pyRepr).join(", ") + (value.length === 1 ? "," : "") + ")";
+  }
+
+  function shapeText(dims) {
+    return "(" + dims.join(", ") + (dims.length === 1 ? "," : "") + ")";
+  }
+
+  function specText(entries) {
+    return "P(" + entries.map(pyRepr).join(", ") + (entries.length === 1 ? "," : "") + ")";
+  }
+
+  function axisWays(axes, sizes) {
+    if (axes === null) return 1;
+    return (typeof axes === "string" ? [axes] : axes).reduce(function (n, a) {
+      return n * sizes[a];
+    }, 1);
+  }
+
+  // planner_program.parameters: name, shape, spec entries and block of each parameter
+  function parametersOf(model, l) {
+    var rules = {};
+    DATA.program.rules.forEach(function (r) { rules[r[0]] = r[1]; });
+    var sizes = { data: l.data, fsdp: l.fsdp, tensor: l.tensor };
+    var size = { vocab: model.vocab, embed: model.d_model, heads: model.heads,
+      kv_heads: model.kv, head_dim: model.headDim, mlp: model.mlp, layers: model.layers };
+    var found = [];
+    DATA.program.parameters.forEach(function (p) {
+      var name = p[0], names = p[1];
+      if (/\/gate$/.test(name) && !model.gated) return;
+      if (/\/head$/.test(name) && model.tied) return;
+      var shape = names.map(function (n) { return n === null ? 2 : size[n]; });
+      var entries = names.map(function (n) { return n === null ? null : rules[n]; });
+      var block = shape.map(function (n, i) { return idiv(n, axisWays(entries[i], sizes)); });
+      found.push([name, shape, entries, block]);
+    });
+    return found;
+  }
+
+  // planner_program.text_or_why: the row's program ({text}), or why it has none ({why})
+  function program(model, l, run) {
+    var words = DATA.program;
+    if (l.stages > 1) return { why: words.pipeline };
+    var found = reasons(model, l);
+    if (found.length) return { why: words.not_split.replace("{reason}", found.join("; ")) };
+    var mesh = [l.data, l.fsdp, l.tensor];
+    var sizes = { data: l.data, fsdp: l.fsdp, tensor: l.tensor };
+    var n = l.data * l.fsdp * l.tensor, batch = model.batch;
+    var fields = words.config_fields.map(function (k) { return k + "=" + model[k]; });
+    if (!model.remat) fields.push("remat=False");
+    if (model.kv !== model.heads) fields.push("kv_heads=" + model.kv);
+    if (model.gated) fields.push("gated=True");
+    if (model.tied) fields.push("tied=True");
+    var lines = [
+      "# " + l.name + " on " + n + " devices: (data, fsdp, tensor) = " + shapeText(mesh) + ".",
+      "# Run after the transformer page's blocks: Config, RULES, mesh_axes,",
+      "# sharded_init, make_train_step, shard_batch and token_batches are theirs.",
+      "cfg = Config(" + fields.join(", ") + ")",
+      "mesh = jax.make_mesh(",
+      "    " + shapeText(mesh) + ",",
+      '    ("data", "fsdp", "tensor"),',
+      "    axis_types=(AxisType.Auto,) * 3,",
+      "    devices=jax.devices()[:" + n + "],",
+      ")",
+      "# RULES on this mesh: each logical axis, its mesh axes, how many ways it splits"
+    ];
+    var batchAxes = null;
+    words.rules.forEach(function (r) {
+      var ways = axisWays(r[1], sizes);
+      if (r[0] === "batch") batchAxes = r[1];
+      lines.push("#   " + r[0].padEnd(9) + " -> " + pyRepr(r[1]).padEnd(18) + " " +
+        (ways > 1 ? ways + " ways" : "whole"));
+    });
+    var rows = parametersOf(model, l).map(function (p) {
+      return [p[0], shapeText(p[1]), specText(p[2]), shapeText(p[3])];
+    });
+    var head = ["parameter", "shape", "spec", "per device"];
+    var all = [head].concat(rows);
+    var widths = [0, 1, 2].map(function (i) {
+      return Math.max.apply(null, all.map(function (r) { return r[i].length; }));
+    });
+    lines.push("# Each parameter, and AdamW's two moments of it (mu, nu), is laid out:");
+    all.forEach(function (r) {
+      lines.push("#   " + [r[0].padEnd(widths[0]), r[1].padEnd(widths[1]),
+        r[2].padEnd(widths[2]), r[3]].join("  "));
+    });
+    if (model.optimizer !== "adamw" || model.param_bytes !== DATA.f32) {
+      var weights = model.param_bytes === DATA.f32 ? "float32" : "bfloat16";
+      lines.push("# The page's TrainState trains with AdamW on float32 weights; the planner's",
+        "# row priced " + model.optimizer + " on " + weights + " weights.");
+    }
+    lines.push(
+      "sharded = sharded_init(cfg, mesh)  # the train state, split by RULES",
+      "# The batch: " + batch + " sequences, " + idiv(batch, l.data * l.fsdp) +
+        " on each device.",
+      'batch = NamedSharding(mesh, mesh_axes(("batch", None)))  # ' +
+        specText([batchAxes, null]),
+      "tokens = jax.ShapeDtypeStruct((" + batch + ", cfg.seq + 1), jnp.int32, " +
+        "sharding=batch)",
+      "train_step = make_train_step(sharded, mesh)",
+      "compiled = train_step.lower(sharded.abstract, tokens).compile()");
+    if (run !== false) {
+      lines.push(
+        "# One step on the devices:",
+        "state = sharded.init()",
+        "batches = token_batches(cfg, steps=1, batch=" + batch + ")",
+        "state, loss = compiled(state, shard_batch(batches[0], mesh))",
+        'print(f"loss {float(loss):.3f}")');
+    }
+    return { text: lines.join("\n") + "\n" };
+  }
+
   // ------------------------------------------------------------ what the page shows
 
   function grouped(n) {
@@ -679,6 +913,26 @@
     this.badPreset = null;
     var self = this;
     var f = this.form.elements;
+    // the program of a row: the top-ranked one until the reader picks another (its
+    // section comes later in the page: found once the page is parsed)
+    this.programBox = null;
+    this.picked = null;
+    var attach = function () {
+      self.programBox = document.getElementById("planner-program");
+      if (!self.programBox) return;
+      self.pick = self.programBox.querySelector("[data-planner=program-layout]");
+      self.pick.parentNode.parentNode.hidden = false;
+      self.pick.addEventListener("change", function () {
+        self.picked = self.pick.value;
+        self.showProgram();
+      });
+      self.showProgram();
+    };
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", attach);
+    } else {
+      attach();
+    }
     Object.keys(DATA.optimizers).sort().forEach(function (name) {
       f.optimizer.appendChild(element("option", { value: name }, name));
     });
@@ -817,6 +1071,8 @@
     }
     this.mark(c.problems || {});
     this.describe(c.problems ? null : c);
+    this.programRows = c.problems ? null : { c: c, rows: ordered(rows) };
+    this.showProgram();
     if (c.problems) {
       var n = Object.keys(c.problems).length;
       this.summary.textContent = "Change the " + (n === 1 ? "field" : n + " fields") +
@@ -837,6 +1093,40 @@
     this.out.appendChild(element("p", { class: "planner-legend", "data-planner": "chip" },
       chip.label + ": " + chip.note));
     this.out.appendChild(this.table(c, rows));
+  };
+
+  // The program section: a menu of the rows, and the chosen row's program
+  // (planner_program.text_or_why) or why it has none; planner_page.program_note above it.
+  Planner.prototype.showProgram = function () {
+    if (!this.programBox) return;
+    var note = this.programBox.querySelector("[data-planner=program-note]");
+    var code = this.programBox.querySelector("[data-planner=program]");
+    var shown = this.programRows;
+    var pick = this.pick;
+    if (!shown) {
+      pick.textContent = "";
+      note.textContent = "Change the fields marked above: no layout has a program until then.";
+      code.textContent = "";
+      return;
+    }
+    var key = function (r) {
+      var l = r.layout;
+      return [l.data, l.fsdp, l.tensor, l.stages].join(",");
+    };
+    var keys = shown.rows.map(key);
+    var chosen = keys.indexOf(this.picked);
+    if (chosen < 0) chosen = 0; // ordered: the top-ranked row first
+    pick.textContent = "";
+    shown.rows.forEach(function (r, i) {
+      pick.appendChild(element("option", { value: keys[i] },
+        (r.rank ? "#" + r.rank + " " : "") + r.layout.name + ", " + meshText(r.layout)));
+    });
+    pick.value = keys[chosen];
+    var r = shown.rows[chosen];
+    note.textContent = r.layout.name + ", " + meshText(r.layout) + " (" +
+      (r.rank ? "ranked " + r.rank : "not ranked") + ") for the form's input:";
+    var found = program(shown.c.model, r.layout);
+    code.textContent = found.text !== undefined ? found.text : found.why;
   };
 
   // Each field's message: what to change in it, or nothing.
@@ -998,6 +1288,8 @@
 
   window.StrategyPlanner = {
     planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
+    program: program, layouts: layouts,
+    program: program, layouts: layouts,
     pysum: pysum, divide: divide,
     // the page's constants, for running the arithmetic without the page (the tests, in Node)
     load: function (json) { DATA = JSON.parse(json); },

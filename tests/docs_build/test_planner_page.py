@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docs_build import outputs, planner_page
+from docs_build import outputs, planner_page, planner_program
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
 from docs_build import transformer_cost as tc
@@ -789,7 +789,8 @@ const out = cases.map((c) => {
     memory: c.memory * data.gib, plan: data.plans[c.plan], planName: c.plan,
     backend: c.backend, chip: c.chip});
   return rows.map((r) => {
-    const o = {layout: r.layout.name, rank: r.rank};
+    // every row's program, or why it has none (planner_program.text_or_why)
+    const o = {layout: r.layout.name, rank: r.rank, program: P.program(made.model, r.layout)};
     if (!r.valid) return o;
     if (r.temporaries !== undefined) {
       Object.assign(o, {temporaries: String(r.temporaries), total: String(r.total),
@@ -841,10 +842,15 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout)
     wrong, timed = [], 0
+    programs = 0
     for case, rows in zip(cases, got, strict=True):
         want = planner_page.answer(case)["rows"]
+        model = planner_page.model_of(case)
         for w, g in zip(want, rows, strict=True):
             expect = {k: w[k] for k in NEW_FIELDS if k in w}
+            layout = planner_page.row_layout(w)
+            expect["program"] = planner_program.text_or_why(model, layout)
+            programs += "text" in expect["program"]
             for k in ("temporaries", "total"):
                 if k in expect:
                     expect[k] = str(expect[k])
@@ -854,6 +860,7 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
                 wrong.append((case, w, g))
             timed += "mfu" in w.get("time", {})
     assert timed >= 300
+    assert programs >= 300
     # thresholds of every kind: never, from any batch, above a number of sequences
     bounds = [
         r["time"]["compute_bound"]
@@ -864,3 +871,27 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     assert math.inf in bounds and 0.0 in bounds
     assert sum(1 <= b < math.inf for b in bounds) >= 100
     assert not wrong, f"{len(wrong)} rows differ; the first: {wrong[0][1:]}"
+
+
+def test_the_static_program_is_the_default_cases_top_row():
+    """Without the script the page shows planner_program's text for the form's starting
+    point, its top-ranked row (the same function the script mirrors)."""
+    import html
+
+    page = planner_page.fill(PAGE.read_text())
+    row = planner_page.program_row(planner_page.DEFAULTS)
+    assert row["rank"] == 1
+    text = planner_program.program(
+        planner_page.model_of(planner_page.DEFAULTS), planner_page.row_layout(row)
+    )
+    assert f'<code data-planner="program">{html.escape(text)}</code>' in page
+
+
+@pytest.mark.parametrize(
+    ("change", "noted"),
+    [({}, False), ({"optimizer": "sgd"}, True), ({"param_bytes": 2}, True)],
+)
+def test_the_program_says_when_the_row_priced_another_optimizer(change, noted):
+    model = planner_page.model_of({**planner_page.DEFAULTS, **change})
+    text = planner_program.program(model, pl.Layout("FSDP", fsdp=8))
+    assert ("TrainState trains with AdamW on float32 weights" in text) is noted
