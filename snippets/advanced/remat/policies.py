@@ -74,7 +74,7 @@ def residuals(layer, params, x) -> list[str]:
     kept = [
         line for line in lines if "argument p" not in line and "literal" not in line
     ]
-    return [re.sub(r" from /\S+ \(.*\)$", "", line) for line in kept]  # (1)!
+    return [re.sub(r" from \S+:\d+:\d+ \(.*\)$", "", line) for line in kept]  # (1)!
 
 
 def residual_bytes(lines: list[str]) -> tuple[int, int]:
@@ -90,9 +90,9 @@ def residual_bytes(lines: list[str]) -> tuple[int, int]:
 # --8<-- [end:residuals]
 
 
-def show_residuals(cfg: Config):
+def show_residuals():
     # --8<-- [start:show-residuals]
-    layer, params, x = one_block(cfg)
+    layer, params, x = one_block(Config())
     for policy in (False, True, "names"):
         lines = residuals(saved(layer, policy), params, x)
         device, _ = residual_bytes(lines)
@@ -152,7 +152,7 @@ def show_table() -> dict:
 
 
 def main() -> None:
-    show_residuals(Config())
+    show_residuals()
     show_table()
 
 
