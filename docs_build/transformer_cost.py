@@ -175,6 +175,94 @@ def residual_bytes(
     }
 
 
+# The remat policies of the transformer page's model (Config.remat, model.REMAT_POLICIES)
+# that policy_residuals knows, and the one that moves what it saves to host memory.
+POLICIES = (False, True, "full", "dots", "dots_no_batch", "names", "offload")
+OFFLOADED = ("offload",)
+
+
+def policy_residuals(
+    model: pl.Model, layout: pl.Layout, policy: bool | str
+) -> dict[str, int]:
+    """Bytes one layer keeps for its backward pass on one device under a remat `policy`,
+    by term, as print_saved_residuals lists them for one `Block` (its parameters and the
+    literals aside). False: `layer_residuals` and the causal mask (which the whole model
+    shares between layers); otherwise the float32 input and what the policy saves:
+
+    - "q, k, v": bfloat16 (T x (heads + 2 kv_heads)/t x k): "dots", "dots_no_batch" (their
+      products have no batch dimension), "names" and "offload" (tagged "qkv");
+    - "scores": the float32 QK^T product (b x heads/t x S x S): "dots" only (a batched
+      product);
+    - "context": the bfloat16 attention output (T x heads/t x k): "dots" (the batched AV
+      product), "names" and "offload" (tagged "context");
+    - "out": the attention's output projection, bfloat16 (T x d): "dots", "dots_no_batch";
+    - "mlp": the MLP's first product(s), bfloat16 (T x mlp/t; two with SwiGLU): "dots",
+      "dots_no_batch" (the down projection's output is the layer's: nothing needs it).
+    "offload" keeps only the input on the device: its other terms go to host memory
+    (`offloaded_residuals`)."""
+    _, T, t, _ = _sizes(model, layout)
+    if policy not in POLICIES:
+        raise CostModelError(f"policy must be one of {POLICIES}, not {policy!r}")
+    if policy is False:
+        return layer_residuals(model, layout) | {
+            "mask": (BOOL + F32) * _scores(model, layout)
+        }
+    d, k = model.d_model, model.head_dim
+    heads, kv, mlp = model.heads // t, model.kv // t, model.mlp // t
+    every = {
+        "q, k, v": BF16 * T * (heads + 2 * kv) * k,
+        "scores": F32 * _scores(model, layout),
+        "context": BF16 * T * heads * k,
+        "out": BF16 * T * d,
+        "mlp": (2 if model.gated else 1) * BF16 * T * mlp,
+    }
+    saved = {
+        True: (),
+        "full": (),
+        "dots": tuple(every),
+        "dots_no_batch": ("q, k, v", "out", "mlp"),
+        "names": ("q, k, v", "context"),
+        "offload": (),
+    }[policy]
+    return {"input": F32 * T * d} | {name: every[name] for name in saved}
+
+
+def offloaded_residuals(
+    model: pl.Model, layout: pl.Layout, policy: bool | str
+) -> dict[str, int]:
+    """Bytes one layer's policy sends to host memory on one device ("offload": the
+    tensors "names" keeps on the device); {} for the other policies."""
+    if policy not in OFFLOADED:
+        policy_residuals(model, layout, policy)  # refuses an unknown policy
+        return {}
+    kept = policy_residuals(model, layout, "names")
+    del kept["input"]
+    return kept
+
+
+def policy_temp_bytes(
+    model: pl.Model, layout: pl.Layout, policy: bool | str, backend: str = "cpu"
+) -> int:
+    """The step's temporaries on one device under a remat `policy`: temp_bytes with each
+    layer recomputed (False: without remat), plus what the policy saves beyond each
+    layer's input, for every layer (policy_residuals on the device). Held to the compiled
+    steps within POLICY_TOLERANCE (tests/docs_build/test_transformer_cost.py)."""
+    if policy is False:
+        return temp_bytes(dataclasses.replace(model, remat=False), layout, backend)
+    saved = policy_residuals(model, layout, policy)
+    extra = sum(saved.values()) - saved["input"]
+    full = temp_bytes(dataclasses.replace(model, remat=True), layout, backend)
+    return full + model.layers * extra
+
+
+# How far policy_temp_bytes may be from a compiled step's temporaries, as a fraction, for
+# the policies that remat (tests/advanced/remat: the page's config on its 8 CPU devices;
+# measured from -3.5% ("offload": the CPU keeps offloaded tensors in its one memory) to
+# +3.9% (full remat)). Without remat temp_bytes is held to the grid; at the page's tiny
+# size it is 15% low, as the grid's EXCLUDED "tiny" config is.
+POLICY_TOLERANCE = {"cpu": 0.10}
+
+
 # The logits' buffers around the loss, per (T x vocab/t) element, as the compiled programs
 # hold them at once: CPU, the float32 log-probabilities and their exponentials and the
 # bfloat16 gradient for the head's products (the one-hot targets are not stored: compared
@@ -564,6 +652,9 @@ def card_step_bound(record: dict | None = None) -> tuple[float, float, float]:
     )
 
 
+PAGE_STEPS = ("transformer step, remat", "transformer step, no remat")
+
+
 def advanced_rows() -> list[dict]:
     """The compiled rows of the page's step ("transformer step, remat" and "no remat") of
     results/cpu.json and tpu.json, with the FLOPs their backend counts."""
@@ -571,7 +662,7 @@ def advanced_rows() -> list[dict]:
     for family in ("cpu", "tpu"):
         path = HERE / "compiled" / "results" / f"{family}.json"
         for p in json.loads(path.read_text())["advanced"]["programs"]:
-            if p["strategy"].startswith("transformer step") and p["cost"]["flops"]:
+            if p["strategy"] in PAGE_STEPS and p["cost"]["flops"]:
                 rows.append(p)
     return rows
 

@@ -47,6 +47,8 @@ TRANSFORMER = model.Config(
     vocab=32768, d_model=1024, heads=8, mlp=4096, layers=8, seq=1024
 )
 TRANSFORMER_BATCH = 16
+# The remat page's policies beyond the transformer page's True (full) and False.
+REMAT_PAGE = ("dots", "dots_no_batch", "names", "offload")
 # The shapes page's dense layer at the page's own sizes: 10 rows of 32 features into 64,
 # copied to every device, or padded to 16 rows and split.
 UNEVEN_ROWS, UNEVEN_PADDED, UNEVEN_IN, UNEVEN_OUT = 10, 16, 32, 64
@@ -137,7 +139,7 @@ def _decode(layout: str) -> Callable[[Sequence], Step]:
     return build
 
 
-def _transformer(remat: bool) -> Callable[[Sequence], Step]:
+def _transformer(remat: bool | str) -> Callable[[Sequence], Step]:
     def build(devices: Sequence) -> Step:
         mesh = jax.make_mesh(
             (2, 2, 2),
@@ -240,5 +242,7 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "predict, weights whole": _predict(P()),
     "transformer step, remat": _transformer(remat=True),
     "transformer step, no remat": _transformer(remat=False),
+    # the remat page's policies (model.REMAT_POLICIES), the same step otherwise
+    **{f"transformer step, remat {name}": _transformer(name) for name in REMAT_PAGE},
     **{OOM_PREFIX + name: _oom(fixes) for name, fixes in oom.STEPS.items()},
 }

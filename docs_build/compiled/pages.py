@@ -23,6 +23,9 @@ A page writes a marker where generated evidence goes:
   transformer page's `fits` adds them (arguments + outputs - aliased + temporaries), in MiB;
   `<!-- gpu-budget: CARD -->` the memory JAX's allocator takes of that card by default.
 - `<!-- gpu-card: ... -->`: what a real H100 said (docs_build/compiled/card.py lists them).
+- `<!-- tpu-remat-policies -->`: the transformer page's step under each remat policy of the
+  remat page (docs_build/compiled/advanced.py REMAT_PAGE) on each 8-device target: its
+  temporaries, its peak and its FLOPs against the step without remat.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- time-bounds -->`: lower bounds on the time of the data-parallel and FSDP steps on
@@ -84,6 +87,7 @@ MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 # remat saved against the page's formula.
 NEEDED_TABLE = "<!-- tpu-needed -->"
 REMAT_TABLE = "<!-- tpu-remat -->"
+POLICIES_TABLE = "<!-- tpu-remat-policies -->"
 OOM_FLOPS = re.compile(r"<!-- oom-flops: ([^>]+?) -->")
 OOM_REFUSED = re.compile(r"<!-- oom-refused: ([^/]+?) / ([^>]+?) -->")
 OOM_NUMBER = re.compile(
@@ -756,6 +760,51 @@ def remat_table(data: dict | None = None) -> str:
     return _boxed(lines, caption)
 
 
+def remat_policy_programs() -> dict[str, str]:
+    """The remat page's policies (Config.remat) -> the compiled program of each."""
+    from docs_build.compiled.advanced import REMAT_PAGE
+
+    return {
+        "False": "transformer step, no remat",
+        "True": "transformer step, remat",
+        **{repr(name): f"transformer step, remat {name}" for name in REMAT_PAGE},
+    }
+
+
+def policy_table(data: dict | None = None) -> str:
+    """Per remat policy and target: temporaries, peak and FLOPs against no remat."""
+    data = data or results()
+    targets = data["advanced"]["targets"]
+    names = remat_policy_programs()
+    lines = [
+        "| remat | " + " | ".join(targets) + " |",
+        "|---|" + "---:|" * len(targets),
+    ]
+    for policy, name in names.items():
+        cells = []
+        for target in targets:
+            p = advanced_program(target, name, data)
+            if "refused" in p:
+                cells.append("refused")
+                continue
+            none = advanced_program(target, names["False"], data)["cost"]["flops"]
+            flops = p["cost"]["flops"]
+            ratio = "" if not flops or not none else f"<br>{flops / none:.3f}x FLOPs"
+            m = p["memory"]
+            cells.append(
+                f"{m['temp_bytes'] / MIB:,.1f} / {m['peak_bytes'] / MIB:,.1f} MiB{ratio}"
+            )
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    caption = (
+        "Per device, per step: temporaries / peak from the compiled program's "
+        "memory_analysis(), and its floating-point operations from cost_analysis() "
+        "relative to the step without remat, where the backend reports them. The "
+        f"transformer page's step at the compiled size. {_where(data, targets)} Sizes: "
+        "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -930,6 +979,8 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(NEEDED_TABLE, needed_table())
     if REMAT_TABLE in markdown:
         markdown = markdown.replace(REMAT_TABLE, remat_table())
+    if POLICIES_TABLE in markdown:
+        markdown = markdown.replace(POLICIES_TABLE, policy_table())
     markdown = OOM_NUMBER.sub(lambda m: oom_number(*m.groups()), markdown)
     markdown = OOM_REFUSED.sub(lambda m: refused_block(*m.groups()), markdown)
     markdown = OOM_FLOPS.sub(lambda m: f"{remat_flops(m.group(1)):.0%}", markdown)

@@ -5,17 +5,38 @@ Run `python -m snippets.advanced.transformer.model` to print what the page shows
 
 # --8<-- [start:imports]
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
 from jax import P
+from jax.ad_checkpoint import checkpoint_name
 
 # --8<-- [end:imports]
 
 
 # --8<-- [start:config]
+# --8<-- [start:remat-policies]
+SAVED_NAMES = ("qkv", "context")  # the checkpoint_name tags the "names" policy keeps
+REMAT_POLICIES = {  # Config.remat -> the policy of each layer's nnx.remat
+    False: None,  # no remat: the layer keeps what autodiff needs
+    True: None,  # recompute everything: keep only the layer's input
+    "full": None,
+    "dots": jax.checkpoint_policies.dots_saveable,  # keep every product's output
+    "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "names": jax.checkpoint_policies.save_only_these_names(*SAVED_NAMES),
+    "offload": jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=(),
+        names_which_can_be_offloaded=SAVED_NAMES,  # kept in host memory instead
+        offload_src="device",
+        offload_dst="pinned_host",
+    ),
+}
+# --8<-- [end:remat-policies]
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     vocab: int = 64  # distinct tokens
@@ -24,7 +45,7 @@ class Config:
     mlp: int = 128  # hidden units of each MLP
     layers: int = 2
     seq: int = 16  # tokens the model reads per example
-    remat: bool = True  # recompute each layer in the backward pass
+    remat: bool | str | Callable = True  # what each layer recomputes: REMAT_POLICIES
     kv_heads: int | None = None  # key/value heads; None: one per query head
     gated: bool = False  # a SwiGLU MLP (three matrices) instead of GELU (two)
     tied: bool = False  # the output layer reuses the embedding
@@ -37,6 +58,11 @@ class Config:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}.")
+        if not callable(self.remat) and self.remat not in REMAT_POLICIES:
+            raise ValueError(
+                f"remat must be True, False, one of {sorted(map(str, REMAT_POLICIES))} "
+                f"or a jax.checkpoint_policies policy, not {self.remat!r}."
+            )
         if self.d_model % self.heads:
             raise ValueError(
                 f"heads ({self.heads}) must divide d_model ({self.d_model}): "
@@ -166,11 +192,13 @@ class Block(nnx.Module):
 
     def __call__(self, x):  # x: (batch, seq, d_model) float32
         h = rms_norm(x, use(self.attn_norm, jnp.float32)).astype(jnp.bfloat16)
-        q = jnp.einsum("bsd,dhk->bshk", h, use(self.q))
-        k, v = jnp.einsum("bsd,cdgk->cbsgk", h, use(self.kv))
+        q = checkpoint_name(jnp.einsum("bsd,dhk->bshk", h, use(self.q)), "qkv")
+        kv = checkpoint_name(jnp.einsum("bsd,cdgk->cbsgk", h, use(self.kv)), "qkv")
+        k, v = kv
         if k.shape[2] == 1:  # (2)!
             k, v = (constrain(t, "batch", None, None, "head_dim") for t in (k, v))
         context = jax.nn.dot_product_attention(q, k, v, is_causal=True)  # (1)!
+        context = checkpoint_name(context, "context")
         by_example = summed_out("batch", None, None)
         x = x + jnp.einsum(
             "bshk,hkd->bsd", context, use(self.out), out_sharding=by_example
@@ -217,8 +245,11 @@ class Transformer(nnx.Module):
         def layer(x, block):
             return block(x)
 
-        if self.remat:
+        if self.remat is True:
             layer = nnx.remat(layer)  # (2)!
+        elif self.remat is not False:
+            policy = REMAT_POLICIES.get(self.remat, self.remat)
+            layer = nnx.remat(layer, policy=policy)
         over_layers = nnx.scan(  # (3)!
             layer,
             in_axes=(nnx.Carry, 0),
