@@ -246,7 +246,7 @@ def policy_temp_bytes(
     """The step's temporaries on one device under a remat `policy`: temp_bytes with each
     layer recomputed (False: without remat), plus what the policy saves beyond each
     layer's input, for every layer (policy_residuals on the device). Held to the compiled
-    steps within POLICY_TOLERANCE (tests/docs_build/test_transformer_cost.py)."""
+    steps within POLICY_TOLERANCE (tests/advanced/remat/test_policies.py)."""
     if policy is False:
         return temp_bytes(dataclasses.replace(model, remat=False), layout, backend)
     saved = policy_residuals(model, layout, policy)

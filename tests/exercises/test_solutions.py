@@ -28,6 +28,7 @@ moe_dispatch = solution("moe_dispatch")
 per_device_bytes = solution("per_device_bytes")
 place_batch = solution("place_batch")
 process_rows = solution("process_rows")
+remat_budget = solution("remat_budget")
 ring_all_gather = solution("ring_all_gather")
 sharded_linear = solution("sharded_linear")
 
@@ -168,6 +169,15 @@ def test_process_rows_rejects_a_device_the_sharding_does_not_use():
         process_rows(sharding, (8, 2), jax.devices()[4:])
 
 
+def test_remat_budget_says_when_nothing_fits():
+    measured = {False: (200, 10), True: (100, 12), "dots": (150, 10)}
+    assert remat_budget(measured, 160) == "dots"  # the tie in FLOPs: fewer bytes
+    assert remat_budget(measured, 100) is True
+    with pytest.raises(ValueError) as info:
+        remat_budget(measured, 99)
+    assert str(info.value) == "No policy fits 99 bytes: the least is 100 bytes."
+
+
 def test_mesh_shape_for_says_when_nothing_fits():
     assert mesh_shape_for(8, 40, 16) == (2, 4)
     with pytest.raises(ValueError) as info:
@@ -282,6 +292,7 @@ print("one_f_one_b", "ok" if ex.solution("one_f_one_b")(1, 2) == {(0, 0): ("F", 
 sharding = NamedSharding(mesh(("data",)), P("data"))
 print("process_rows", "ok" if ex.solution("process_rows")(sharding, (5, 2), jax.devices()) == list(range(5)) else "wrong")
 print("mesh_shape_for", "ok" if ex.solution("mesh_shape_for")(1, 10, 16) == (1, 1) else "wrong")
+print("remat_budget", "ok" if ex.solution("remat_budget")({False: (1, 1)}, 1) is False else "wrong")
 m = mesh(("seq",))
 q, k, v = rows, rows[::-1] / 2, rows - 1
 s = q @ k.T / np.sqrt(2)
@@ -355,6 +366,7 @@ ONE_DEVICE_ORDER = [
     "one_f_one_b",
     "process_rows",
     "mesh_shape_for",
+    "remat_budget",
     "ring_attention",
     "moe_dispatch",
     "checkpoint_restore",
