@@ -33,6 +33,7 @@ need.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -211,10 +212,11 @@ class Layout:
         sizes = (self.data, self.fsdp, self.tensor, self.stages)
         if any(not isinstance(n, int) or n < 1 for n in sizes):
             raise CostModelError(f"a layout needs positive axis sizes, not {self}")
-        if self.stages > 1 and max(self.data, self.fsdp, self.tensor) > 1:
+        if self.stages > 1 and self.data > 1:
             raise CostModelError(
-                "the planner models a pipeline alone: give stages, or data, fsdp and "
-                "tensor, not both"
+                "the planner models a pipeline of stages split over fsdp and tensor: "
+                "give stages with fsdp and tensor, or data, fsdp and tensor, not stages "
+                "and data"
             )
 
     @property
@@ -239,34 +241,107 @@ def name_of(data: int, fsdp: int, tensor: int) -> str:
     return " x ".join(split)
 
 
+def divisors(n: int) -> list[int]:
+    """The divisors of n, smallest first."""
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
+
+
+def pipeline_name(fsdp: int, tensor: int) -> str:
+    return " x ".join(
+        ["pipeline"] + [n for n, k in (("FSDP", fsdp), ("tensor", tensor)) if k > 1]
+    )
+
+
 def layouts(devices: int, stages: bool = True) -> list[Layout]:
-    """The planner's rows for `devices`: data, FSDP, tensor; every split of them over two
-    axes of sizes > 1: data x tensor ("2-D"), data x FSDP (hybrid sharding: FSDP within
-    each group, data parallelism between groups), FSDP x tensor; and a pipeline of
-    `devices` stages."""
-    if not isinstance(devices, int) or devices < 1:
+    """The planner's rows for `devices`: every factorisation of the devices over (data,
+    fsdp, tensor): data, FSDP, tensor; the splits over two axes of sizes > 1: data x
+    tensor ("2-D"), data x FSDP (hybrid sharding: FSDP within each group, data
+    parallelism between groups), FSDP x tensor; the splits over all three; and, with
+    `stages`, every pipeline: `devices` stages, then fewer stages, each split over fsdp,
+    tensor or both (stages x fsdp x tensor)."""
+    if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
         raise CostModelError(f"devices must be a positive integer, not {devices!r}")
     rows = [
         Layout("data", data=devices),
         Layout("FSDP", fsdp=devices),
         Layout("tensor", tensor=devices),
     ]
-    splits = [k for k in range(2, devices // 2 + 1) if devices % k == 0]
+    splits = [k for k in divisors(devices) if 1 < k < devices]
     rows += [Layout("2-D", data=devices // t, tensor=t) for t in splits]
     rows += [Layout("data x FSDP", data=devices // f, fsdp=f) for f in splits]
     rows += [Layout("FSDP x tensor", fsdp=devices // t, tensor=t) for t in splits]
-    if stages and devices > 1:
-        rows.append(Layout("pipeline", stages=devices))
+    rows += [
+        Layout(name_of(a, f, t), data=a, fsdp=f, tensor=t)
+        for t in splits
+        for f in splits
+        if devices % (t * f) == 0 and (a := devices // (t * f)) > 1
+    ]
+    if stages:
+        for s in reversed(splits + [devices] * (devices > 1)):
+            rest = devices // s
+            inner = [(rest, 1), (1, rest)] if rest > 1 else [(1, 1)]
+            inner += [(rest // t, t) for t in divisors(rest) if 1 < t < rest]
+            rows += [
+                Layout(pipeline_name(f, t), fsdp=f, tensor=t, stages=s)
+                for f, t in inner
+            ]
     return rows
+
+
+def no_layout(model: Model, devices: int) -> str | None:
+    """Why no layout of `devices` can split `model`, with what to change (None: one can):
+    the device counts nearest below and above that some layout could use."""
+    found = layouts(devices)
+    if any(not reasons(model, lay) for lay in found):
+        return None
+
+    def usable(n):
+        return any(not reasons(model, lay) for lay in layouts(n))
+
+    below = next(
+        (n for n in range(devices - 1, max(devices - NEAR, 0), -1) if usable(n)), None
+    )
+    above = next((n for n in range(devices + 1, devices + NEAR + 1) if usable(n)), None)
+    near = " or ".join(str(n) for n in (below, above) if n is not None)
+    return (
+        f"None of the {len(found)} layouts of {devices} devices can split this model "
+        f"(each row says why): "
+        + (f"use {near} devices, or " if near else "")
+        + "change the sizes the rows name"
+    )
+
+
+# How far from a device count no layout can use the planner looks for one some can.
+NEAR = 64
+
+
+def _split_reasons(model: Model, fsdp: int, tensor: int) -> list[str]:
+    """What a d_model split over fsdp, and a vocabulary, heads, key/value heads and MLP
+    width split over tensor, need."""
+    found = []
+    if model.d_model % fsdp:
+        found.append(
+            f"d_model {model.d_model} does not split {fsdp} ways (fsdp): use a "
+            f"multiple of {fsdp}"
+        )
+    for name in ("vocab", "heads", "kv", "mlp"):
+        if getattr(model, name) % tensor:
+            found.append(
+                f"{'kv_heads' if name == 'kv' else name} {getattr(model, name)} does not "
+                f"split {tensor} ways (tensor): use a multiple of {tensor}"
+            )
+    return found
 
 
 def reasons(model: Model, layout: Layout) -> list[str]:
     """Why `layout` cannot place `model`, each with what to change (none: it can). A
-    pipeline needs layers that split into its stages and a batch that cuts into its
-    microbatches; a mesh needs a batch that splits over data x fsdp, a d_model that splits
-    over fsdp, and a vocabulary, heads, key/value heads and MLP width that split over
-    tensor."""
+    pipeline needs layers that split into its stages, a batch that cuts into its
+    microbatches and microbatches that split over fsdp; a mesh needs a batch that splits
+    over data x fsdp; both need a d_model that splits over fsdp, and a vocabulary, heads,
+    key/value heads and MLP width that split over tensor."""
     found = []
+    f, t = layout.fsdp, layout.tensor
     if layout.stages > 1:
         if model.layers % layout.stages:
             found.append(
@@ -278,25 +353,20 @@ def reasons(model: Model, layout: Layout) -> list[str]:
                 f"a batch of {model.batch} does not cut into {model.microbatches} "
                 f"microbatches: use a number of microbatches that divides it"
             )
-        return found
-    rows = layout.data * layout.fsdp
+        elif model.batch // model.microbatches % f:
+            found.append(
+                f"a microbatch of {model.batch // model.microbatches} sequences does not "
+                f"split over fsdp = {f} devices: use a batch that is a multiple of "
+                f"microbatches x fsdp = {model.microbatches * f}"
+            )
+        return found + _split_reasons(model, f, t)
+    rows = layout.data * f
     if model.batch % rows:
         found.append(
             f"a batch of {model.batch} does not split over data x fsdp = {rows} devices: "
             f"use a multiple of {rows}"
         )
-    if model.d_model % layout.fsdp:
-        found.append(
-            f"d_model {model.d_model} does not split {layout.fsdp} ways (fsdp): use a "
-            f"multiple of {layout.fsdp}"
-        )
-    for name in ("vocab", "heads", "kv", "mlp"):
-        if getattr(model, name) % layout.tensor:
-            found.append(
-                f"{'kv_heads' if name == 'kv' else name} {getattr(model, name)} does not "
-                f"split {layout.tensor} ways (tensor): use a multiple of {layout.tensor}"
-            )
-    return found
+    return found + _split_reasons(model, f, t)
 
 
 def check(model: Model, layout: Layout) -> None:
@@ -519,9 +589,21 @@ FORMULAS = {
     "activations": "L x (AR_t(4 T d) + (4 + remat + gated) AR_t(w_a T d)) + AR_t(4 T d) "
     "+ AR_t(w_a T d) + 3 AR_t(4 T), T = B S/(data fsdp) tokens",
     "loss": "AR_N(4)",
-    "pipeline state": "(L/stages (M + 2d) + Vd + d) x p x (1 + slots) + "
-    "4 x scalars + 4 x B (S + 1)",
-    "pipeline wire": "2 (M + stages - 1) x w_a B/M S d",
+    "pipeline state": "the last stage's: ((L/stages (2d^2 + 2dgk + (2 or 3) dm) + Vd)"
+    "/(fsdp tensor) + "
+    "(2L/stages + 1) d/fsdp) x p x (1 + slots) + 4 x scalars + 4 x B/fsdp x (S + 1): "
+    "its blocks, the final norm and the head (a tied head's copy too), split as a mesh "
+    "splits them",
+    "pipeline wire": "2 (M + stages - 1) x w_a B/(M fsdp) S d: each tick of the "
+    "schedule, a microbatch's activations to the next stage and their gradients back, "
+    "every device sending its fsdp share",
+    "stage gathers": "the gathers above for the last stage: L/stages layers, a head and "
+    "no embedding, over its fsdp, once per step (a schedule that gathers once per "
+    "microbatch sends up to M times as much)",
+    "stage gradients": "the gradients above for the last stage, summed over its fsdp",
+    "stage activations": "the activations above for the last stage, over its tensor, "
+    "T = B S/fsdp",
+    "stage loss": "AR_(fsdp tensor)(4)",
 }
 # AG_n(V) = (n-1)/n V, AR_n(V) = 2 (n-1)/n V (ring model); SUM is an all-reduce over
 # data x fsdp, or a reduce-scatter over fsdp and an all-reduce of the slice over data.
@@ -607,11 +689,14 @@ def state_bytes(model: Model, layout: Layout, backend: str = "cpu") -> float:
         held = sum(tiled(b) for b in blocks(model, layout).values())
         tokens = tiled((rows, model.seq + 1))
         return held * copies + TPU_SCALAR * scalars + INT32 * tokens
-    if layout.stages > 1:  # the heaviest stage: its blocks and the head (the last)
-        stage = model.layers // layout.stages * (model.layer_matrices + 2 * d)
-        held = stage + model.vocab * d + d
-        return held * copies + INT32 * scalars + INT32 * model.batch * (model.seq + 1)
     f, t = layout.fsdp, layout.tensor
+    if layout.stages > 1:  # the last stage: its blocks, the final norm and the head
+        per = model.layers // layout.stages
+        held = (per * model.layer_matrices + model.vocab * d) // (f * t) + (
+            2 * per + 1
+        ) * d // f
+        tokens = model.batch // f * (model.seq + 1)
+        return held * copies + INT32 * scalars + INT32 * tokens
     split_both = model.layers * model.layer_matrices + model.embeddings
     held = split_both // (f * t) + (2 * model.layers + 1) * d // f
     tokens = model.batch // (layout.data * f) * (model.seq + 1)
@@ -621,12 +706,41 @@ def state_bytes(model: Model, layout: Layout, backend: str = "cpu") -> float:
 def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str, float]:
     """Bytes one device sends per step, by term (FORMULAS), under `plan`."""
     check(model, layout)
-    d, v, layers = model.d_model, model.vocab, model.layers
+    return _wire_terms(model, layout, plan)
+
+
+def stage_model(model: Model, layout: Layout) -> Model:
+    """A pipeline's last stage as a model of its own: its layers, the final norm and a
+    head of its own (a tied head too: the last stage keeps a copy), no embedding."""
+    return dataclasses.replace(
+        model, layers=model.layers // layout.stages, tied=False, microbatches=1
+    )
+
+
+def _wire_terms(model: Model, layout: Layout, plan: Plan) -> dict[str, float]:
+    """wire_terms without the check: the batch may be any positive number (the
+    compute-bound threshold's straight lines, transformer_cost.compute_bound_batch)."""
     if layout.stages > 1:
-        m, s = model.microbatches, layout.stages
-        micro = model.batch // m * model.seq * d * plan.activations
-        return {"pipeline wire": 2 * (m + s - 1) * micro}
-    a, f, t = layout.mesh
+        m, s, f = model.microbatches, layout.stages, layout.fsdp
+        micro = model.batch / (m * f) * model.seq * model.d_model * plan.activations
+        terms = {"pipeline wire": 2 * (m + s - 1) * micro}
+        if f * layout.tensor > 1:
+            stage = _mesh_terms(
+                stage_model(model, layout), 1, f, layout.tensor, plan, embedding=False
+            )
+            terms |= {f"stage {k}": value for k, value in stage.items()}
+        return terms
+    return _mesh_terms(model, *layout.mesh, plan)
+
+
+def _mesh_terms(
+    model: Model, a: int, f: int, t: int, plan: Plan, embedding: bool = True
+) -> dict[str, float]:
+    """The wire terms of a (data, fsdp, tensor) mesh; without `embedding`, a pipeline's
+    last stage, which has none to gather or sum."""
+    d, v, layers = model.d_model, model.vocab, model.layers
+    layout = Layout("", data=a, fsdp=f, tensor=t)
+    lookup = 1 if embedding else 0
     remat = 1 if model.remat else 0
     weights = model.layer_matrices / t
     head = 0 if model.tied else 1  # a tied head is the gathered embedding itself
@@ -640,7 +754,9 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
         layers * _ring("all-gather", f, plan.gather * weights + F32 * 2 * d)
         + remat * layers * _ring("all-gather", f, regathered + F32 * 2 * d)
         + _ring(  # the embedding (float32, for the lookup), the head, the final norm
-            "all-gather", f, F32 * v * d / t + head * head_width * d * v / t + F32 * d
+            "all-gather",
+            f,
+            lookup * F32 * v * d / t + head * head_width * d * v / t + F32 * d,
         )
     )
     scattered = plan.scattered(model)
@@ -656,7 +772,7 @@ def wire_terms(model: Model, layout: Layout, plan: Plan = TEXTBOOK) -> dict[str,
     gradients = (
         summed
         + layers * _ring("all-reduce", a * f, F32 * 2 * d)
-        + _gradient_sum(plan.embedding_scatter, layout, F32 * v * d / t)
+        + lookup * _gradient_sum(plan.embedding_scatter, layout, F32 * v * d / t)
         + _ring("all-reduce", a * f, F32 * d)
     )
     tokens = model.batch / (a * f) * model.seq

@@ -154,7 +154,8 @@ LABELS = {
     "checked": "checked against the compiled {target} program",
     "extrapolated": "extrapolated from the {devices}-device {target} programs of the "
     "{sizes} compiled sizes to {what}",
-    "pipeline": "modelled: the step has no pipeline to compile",
+    "pipeline": "the planner's model, not compiled: the grid compiles data, fsdp and "
+    "tensor meshes only",
     "any target": "CPU and TPU",
     "textbook": "the textbook plan",
     "devices": "{devices} devices",
@@ -164,14 +165,16 @@ LABELS = {
     "param_bytes": "bfloat16 parameters",
     "backend": "the {backend} state formula",
     "mesh": "this mesh",
-    "plan": "this size under the page size's plan",
+    "plan": "this program, which the offered plan misses",
     "and": ", ",
     # the time and temporaries a row cannot give, and why
-    "no model": "no activation or time model for a pipeline: the transformer step has no "
-    "stages to compile",
+    "no temporaries": "no temporaries for a pipeline (no activation model of its "
+    "schedule), so not ranked",
     "no peak": "no time: a CPU has no published bfloat16 peak; pick a TPU or GPU chip",
     # the sequences per device above which a row is compute-bound: none (its network's
     # bytes grow with the batch as fast as its FLOPs), or below one (from one sequence)
+    # the fold below a long table
+    "fold": "The other {rows} layouts ({greyed} of them cannot split this model)",
     "never": "never",
     "any": "any",
 }
@@ -533,16 +536,15 @@ def answer(case: dict) -> dict:
             "checked": checked,
             "basis": text,
         }
-        if layout.stages > 1:
-            figures["time"] = {"why": LABELS["no model"]}
-        else:
+        if layout.stages == 1:
             memory = case["memory"] * GIB
             figures |= memory_of(model, layout, case["chip"], r.state, memory)
-            figures["time"] = time_of(
-                model, layout, case["chip"], plans()[case["plan"]]
-            )
+        figures["time"] = time_of(model, layout, case["chip"], plans()[case["plan"]])
         rows.append(figures)
-    return {"rows": ranked(rows)}
+    found = {"rows": ranked(rows)}
+    if none := pl.no_layout(model, case["devices"]):
+        found["none"] = none
+    return found
 
 
 def size_text(n: float) -> str:
@@ -565,8 +567,11 @@ def size_text(n: float) -> str:
 
 
 def mesh_text(mesh: list[int]) -> str:
+    """(data, fsdp, tensor), or a pipeline's stages and the mesh of each stage."""
     a, f, t, s = mesh
-    return f"{s} stages" if s > 1 else f"{a} {TIMES} {f} {TIMES} {t}"
+    if s == 1:
+        return f"{a} {TIMES} {f} {TIMES} {t}"
+    return f"{s} stages" + ("" if f * t == 1 else f" of {a} {TIMES} {f} {TIMES} {t}")
 
 
 # The static examples: the form's defaults, and a preset's model on more devices.
@@ -693,11 +698,11 @@ def example_cells(r: dict, chip: str) -> list[str]:
             f"{size_text(r['total'])}: {room_text(r)}",
         ]
     else:
-        cells += ["", r["time"]["why"]]
+        cells += ["", LABELS["no temporaries"]]
     cells.append(size_text(r["wire"]))
     t = r["time"]
     if "why" in t:
-        cells += ["", "", "" if "temporaries" not in r else t["why"], "", ""]
+        cells += ["", "", t["why"], "", ""]
     else:
         cells += [
             time_text(t["compute"]),
@@ -709,17 +714,36 @@ def example_cells(r: dict, chip: str) -> list[str]:
     return [*cells, r["basis"]]
 
 
+# The rows a table shows open (the ranked ones first); the others go in a fold below it.
+FOLD = 16
+
+
+def fold_label(rest: list[dict]) -> str:
+    """The fold's title: how many rows it holds, and how many of them are greyed."""
+    greyed = sum(not r["valid"] for r in rest)
+    return LABELS["fold"].format(rows=len(rest), greyed=greyed)
+
+
+def folded(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The rows as the page shows them (ordered), split into those shown open and those
+    in the fold (none where the table is short)."""
+    rows = ordered(rows)
+    return rows[:FOLD], rows[FOLD:]
+
+
 def examples_table(case: dict) -> str:
     found = answer(case)
-    lines = [
-        f"**{example_title(case)}**",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-    ]
-    for r in ordered(found["rows"]):
-        lines.append("| " + " | ".join(example_cells(r, case["chip"])) + " |")
-    return "\n".join(lines)
+    head = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+
+    def lines(rows):
+        return ["| " + " | ".join(example_cells(r, case["chip"])) + " |" for r in rows]
+
+    shown, rest = folded(found["rows"])
+    text = [f"**{example_title(case)}**", "", *head, *lines(shown)]
+    if rest:
+        text += ["", f'??? note "{fold_label(rest)}"', ""]
+        text += ["    " + line for line in [*head, *lines(rest)]]
+    return "\n".join(text)
 
 
 def program_row(case: dict) -> dict:
@@ -826,6 +850,8 @@ def data_json() -> str:
         },
         # the table's columns, as the examples' (the script adds the formulas)
         "columns": COLUMNS,
+        "fold": FOLD,
+        "near": pl.NEAR,
         "chips": {
             chip: {**chip_facts(chip), "note": chip_note(chip)} for chip in CHIPS
         },

@@ -514,6 +514,35 @@ def counted_flops(model: pl.Model, layout: pl.Layout) -> float:
     return 3 * one + 3 * head + recompute + device_flops(model, layout)["optimizer"]
 
 
+def pipeline_flops(model: pl.Model, layout: pl.Layout) -> float:
+    """FLOPs one device of a pipeline's last stage spends on the step, counted at the
+    length of the schedule: its layers' and the head's forward, backward and remat's
+    recomputation (step_flops of the stage, split over fsdp x tensor), stretched by
+    the bubble, (M + stages - 1)/M for M microbatches (a device idles stages - 1 of the
+    schedule's M + stages - 1 ticks), and the optimizer's update of its share of the
+    stage's parameters."""
+    if layout.stages == 1:
+        raise CostModelError("pipeline_flops is for a pipeline's layouts")
+    stage = pl.stage_model(model, layout)
+    f, t = layout.fsdp, layout.tensor
+    total = step_flops(stage)
+    work = (total["forward"] + total["backward"] + total["recompute"]) / (f * t)
+    m, s = model.microbatches, layout.stages
+    per = stage.layers
+    updated = (per * model.layer_matrices + model.vocab * model.d_model) / (f * t) + (
+        2 * per + 1
+    ) * model.d_model / f
+    return work * (m + s - 1) / m + OPTIMIZER_FLOPS[model.optimizer] * updated
+
+
+def step_device_flops(model: pl.Model, layout: pl.Layout) -> float:
+    """The FLOPs the time bound prices on one device: device_flops summed, or a
+    pipeline's pipeline_flops."""
+    if layout.stages > 1:
+        return pipeline_flops(model, layout)
+    return sum(device_flops(model, layout).values())
+
+
 # ------------------------------------------------------------------------------- time
 
 
@@ -533,7 +562,15 @@ def networks(
     every device (the loss); a group that spans nodes is a ring through the network
     between them, and every byte of it is priced at that network's rate (a ring goes at
     its slowest link's pace)."""
-    _sizes(model, layout)
+    if layout.stages > 1:
+        pl.check(model, layout)
+    else:
+        _sizes(model, layout)
+    return _networks(model, layout, chip, per_node, plan)
+
+
+def _networks(model, layout, chip, per_node, plan) -> dict[str, float]:
+    """networks without the check (compute_bound_batch's lines)."""
     links = steptime.chip(chip)
     within, between = steptime.FAMILY_NETWORKS[links.within_name]
     n = layout.devices
@@ -547,13 +584,20 @@ def networks(
         "gathers": f * t,
         "gradients": a * f * t,
         "loss": a * f * t,
+        # a pipeline: stages outermost, so a stage is f x t consecutive devices; once
+        # the devices span nodes, some stage's sends to the next cross between them
+        "pipeline wire": n,
+        "stage gathers": f * t,
+        "stage gradients": f * t,
+        "stage activations": t,
+        "stage loss": f * t,
     }
     if n > per_node and per_node % t and t % per_node:
         raise CostModelError(
             f"tensor {t} does not tile nodes of {per_node} devices: make one divide the other"
         )
     sent = {within: 0.0, between: 0.0}
-    for term, value in pl.wire_terms(model, layout, plan).items():
+    for term, value in pl._wire_terms(model, layout, plan).items():
         sent[within if span[term] <= per_node else between] += value
     return sent
 
@@ -570,7 +614,7 @@ def time_bound(
     each network's bytes (`networks`) at its published rate; the Bound's no-overlap sum,
     perfect-overlap max and MFU bound (of the FLOPs the step runs, recomputation
     included: `mfu_bound` gives the one of the model's FLOPs)."""
-    flops = sum(device_flops(model, layout).values())
+    flops = step_device_flops(model, layout)
     return steptime.bound(
         flops, networks(model, layout, chip, per_node, plan), chip, "bfloat16"
     )
@@ -603,22 +647,32 @@ def compute_bound_batch(
     compute leads from the first sequence; infinity when a network's bytes grow as fast as
     the compute, as tensor parallelism's can). Scaling-Book style: compare it with the
     batch a device holds."""
-    _sizes(model, layout)
+    networks(model, layout, chip, per_node, plan)  # says what to change, if anything
     rows = layout.data * layout.fsdp
+    # a pipeline keeps its microbatches: its lines are drawn through whole microbatches
+    # per device (the figures are straight lines in the batch all the same)
+    pipeline = layout.stages > 1
+    micro = model.microbatches if pipeline else 1
 
     def line(b):
-        m = dataclasses.replace(model, batch=b * rows, microbatches=1)
-        compute = steptime.compute_seconds(
-            sum(device_flops(m, layout).values()), chip, "bfloat16"
+        m = dataclasses.replace(
+            model, batch=b * rows, microbatches=model.microbatches if pipeline else 1
         )
-        sent = steptime.network_seconds(networks(m, layout, chip, per_node, plan), chip)
+        compute = steptime.compute_seconds(
+            step_device_flops(m, layout), chip, "bfloat16"
+        )
+        sent = steptime.network_seconds(
+            _networks(m, layout, chip, per_node, plan), chip
+        )
         return compute, sent
 
-    (c1, n1), (c2, n2) = line(1), line(2)
-    alpha, c0 = c2 - c1, c1 - (c2 - c1)
+    (c1, n1), (c2, n2) = line(micro), line(2 * micro)
+    alpha = (c2 - c1) / micro
+    c0 = c1 - alpha * micro
     threshold = 0.0
     for net in n1:
-        beta, gamma = n2[net] - n1[net], n1[net] - (n2[net] - n1[net])
+        beta = (n2[net] - n1[net]) / micro
+        gamma = n1[net] - beta * micro
         if beta < alpha:
             threshold = max(threshold, (gamma - c0) / (alpha - beta))
         elif beta > alpha or gamma > c0:

@@ -137,20 +137,88 @@
     return { name: name, data: data, fsdp: fsdp, tensor: tensor, stages: stages };
   }
 
-  // planner.layouts: data, FSDP, tensor, each 2-D (data x tensor), a pipeline.
+  // planner.divisors: smallest first.
+  function divisors(n) {
+    var small = [], large = [];
+    for (var k = 1; k * k <= n; k++) {
+      if (n % k === 0) {
+        small.push(k);
+        if (k * k !== n) large.unshift(n / k);
+      }
+    }
+    return small.concat(large);
+  }
+
+  // planner.name_of and planner.pipeline_name
+  function nameOf(data, fsdp, tensor) {
+    var split = [["data", data], ["FSDP", fsdp], ["tensor", tensor]].filter(function (p) {
+      return p[1] > 1;
+    }).map(function (p) { return p[0]; });
+    if (!split.length) return "one device";
+    if (split.length === 1) return split[0];
+    if (split.join() === "data,tensor") return "2-D";
+    return split.join(" x ");
+  }
+
+  function pipelineName(fsdp, tensor) {
+    return ["pipeline"].concat([["FSDP", fsdp], ["tensor", tensor]].filter(function (p) {
+      return p[1] > 1;
+    }).map(function (p) { return p[0]; })).join(" x ");
+  }
+
+  // planner.layouts: every factorisation of the devices over (data, fsdp, tensor), then
+  // every pipeline (stages x fsdp x tensor), in Python's order.
   function layouts(devices) {
     var rows = [
       layout("data", devices, 1, 1, 1),
       layout("FSDP", 1, devices, 1, 1),
       layout("tensor", 1, 1, devices, 1)
     ];
-    var splits = [];
-    for (var k = 2; k <= idiv(devices, 2); k++) if (devices % k === 0) splits.push(k);
+    var splits = divisors(devices).filter(function (k) { return k > 1 && k < devices; });
     splits.forEach(function (t) { rows.push(layout("2-D", devices / t, 1, t, 1)); });
     splits.forEach(function (f) { rows.push(layout("data x FSDP", devices / f, f, 1, 1)); });
     splits.forEach(function (t) { rows.push(layout("FSDP x tensor", 1, devices / t, t, 1)); });
-    if (devices > 1) rows.push(layout("pipeline", 1, 1, 1, devices));
+    splits.forEach(function (t) {
+      splits.forEach(function (f) {
+        if (devices % (t * f) === 0 && devices / (t * f) > 1) {
+          var a = devices / (t * f);
+          rows.push(layout(nameOf(a, f, t), a, f, t, 1));
+        }
+      });
+    });
+    var stages = devices > 1 ? splits.concat([devices]) : [];
+    stages.reverse().forEach(function (s) {
+      var rest = devices / s;
+      var inner = rest > 1 ? [[rest, 1], [1, rest]] : [[1, 1]];
+      divisors(rest).forEach(function (t) {
+        if (t > 1 && t < rest) inner.push([rest / t, t]);
+      });
+      inner.forEach(function (p) {
+        rows.push(layout(pipelineName(p[0], p[1]), 1, p[0], p[1], s));
+      });
+    });
     return rows;
+  }
+
+  // planner.no_layout: why no layout of the devices can split the model, with the device
+  // counts nearest below and above (within DATA.near) that some layout can use; or null.
+  function noLayout(model, devices) {
+    function usable(n) {
+      return layouts(n).some(function (l) { return !reasons(model, l).length; });
+    }
+    var found = layouts(devices);
+    if (found.some(function (l) { return !reasons(model, l).length; })) return null;
+    var below = null, above = null, n;
+    for (n = devices - 1; n > Math.max(devices - DATA.near, 0) && below === null; n--) {
+      if (usable(n)) below = n;
+    }
+    for (n = devices + 1; n <= devices + DATA.near && above === null; n++) {
+      if (usable(n)) above = n;
+    }
+    var near = [below, above].filter(function (x) { return x !== null; }).join(" or ");
+    return "None of the " + found.length + " layouts of " + devices + " devices can " +
+      "split this model (each row says why): " +
+      (near ? "use " + near + " devices, or " : "") + "change the sizes the rows name";
   }
 
   // planner.reasons: why a layout cannot place the model, each with what to change.
@@ -164,13 +232,17 @@
       if (model.batch % model.microbatches) {
         found.push("a batch of " + model.batch + " does not cut into " + model.microbatches +
           " microbatches: use a number of microbatches that divides it");
+      } else if (idiv(model.batch, model.microbatches) % l.fsdp) {
+        found.push("a microbatch of " + idiv(model.batch, model.microbatches) +
+          " sequences does not split over fsdp = " + l.fsdp + " devices: use a batch " +
+          "that is a multiple of microbatches x fsdp = " + model.microbatches * l.fsdp);
       }
-      return found;
-    }
-    var rows = l.data * l.fsdp;
-    if (model.batch % rows) {
-      found.push("a batch of " + model.batch + " does not split over data x fsdp = " + rows +
-        " devices: use a multiple of " + rows);
+    } else {
+      var rows = l.data * l.fsdp;
+      if (model.batch % rows) {
+        found.push("a batch of " + model.batch + " does not split over data x fsdp = " +
+          rows + " devices: use a multiple of " + rows);
+      }
     }
     if (model.d_model % l.fsdp) {
       found.push("d_model " + model.d_model + " does not split " + l.fsdp +
@@ -239,13 +311,14 @@
       var tokens = tiled([rows, model.seq + 1]);
       return exact(held * copies + DATA.tpu.scalar * scalars + DATA.int32 * tokens);
     }
-    if (l.stages > 1) {
-      var stage = exact(idiv(model.layers, l.stages) * (model.layerMatrices + 2 * d));
-      var heldStage = exact(stage + model.vocab * d + d);
-      return exact(heldStage * copies + DATA.int32 * scalars +
-        DATA.int32 * model.batch * (model.seq + 1));
-    }
     var f = l.fsdp, t = l.tensor;
+    if (l.stages > 1) { // the last stage: its blocks, the final norm and the head
+      var per = idiv(model.layers, l.stages);
+      var heldStage = idiv(exact(per * model.layerMatrices + exact(model.vocab * d)), f * t) +
+        idiv((2 * per + 1) * d, f);
+      return exact(heldStage * copies + DATA.int32 * scalars +
+        DATA.int32 * idiv(model.batch, f) * (model.seq + 1));
+    }
     var splitBoth = exact(model.layers * model.layerMatrices + model.embeddings);
     var heldBoth = idiv(splitBoth, f * t) + idiv((2 * model.layers + 1) * d, f);
     var tokensBoth = idiv(model.batch, l.data * f) * (model.seq + 1);
@@ -261,14 +334,38 @@
   // Bytes one device sends per step, by term (planner.wire_terms), in planner's order.
   function wireTerms(model, l, plan) {
     check(model, l);
+    return wireTermsOf(model, l, plan);
+  }
+
+  // planner.stage_model: a pipeline's last stage, its layers with a head of its own.
+  function stageModel(model, l) {
+    var per = idiv(model.layers, l.stages);
+    return Object.assign({}, model, { layers: per, tied: false, microbatches: 1 });
+  }
+
+  // planner._wire_terms: without the check (compute_bound_batch's lines).
+  function wireTermsOf(model, l, plan) {
+    if (l.stages > 1) {
+      var m = model.microbatches, s = l.stages, fs = l.fsdp;
+      var micro = model.batch / (m * fs) * model.seq * model.d_model * plan.activations;
+      var terms = [["pipeline wire", 2 * (m + s - 1) * micro]];
+      if (fs * l.tensor > 1) {
+        meshTerms(stageModel(model, l), 1, fs, l.tensor, plan, false).forEach(function (x) {
+          terms.push(["stage " + x[0], x[1]]);
+        });
+      }
+      return terms;
+    }
+    return meshTerms(model, l.data, l.fsdp, l.tensor, plan, true);
+  }
+
+  // planner._mesh_terms: a (data, fsdp, tensor) mesh's terms; without `embedding`, a
+  // pipeline's last stage.
+  function meshTerms(model, a, f, t, plan, embedding) {
     var F32 = DATA.f32;
     var d = model.d_model, v = model.vocab, layers = model.layers;
-    if (l.stages > 1) {
-      var m = model.microbatches, s = l.stages;
-      var micro = exact(idiv(model.batch, m) * model.seq * d * plan.activations);
-      return [["pipeline wire", exact(2 * (m + s - 1) * micro)]];
-    }
-    var a = l.data, f = l.fsdp, t = l.tensor;
+    var l = layout("", a, f, t, 1);
+    var lookup = embedding ? 1 : 0;
     var remat = model.remat ? 1 : 0;
     var matrices = model.layerMatrices / t;
     var head = model.tied ? 0 : 1; // a tied head is the gathered embedding itself
@@ -282,8 +379,8 @@
     var headWidth = plan.head_gather === null ? plan.gather : plan.head_gather;
     var gathers = layers * ring("all-gather", f, plan.gather * matrices + F32 * 2 * d) +
       remat * layers * ring("all-gather", f, regathered + F32 * 2 * d) +
-      ring("all-gather", f, exact(F32 * v * d) / t + exact(head * headWidth * d * v) / t +
-        F32 * d);
+      ring("all-gather", f, exact(lookup * F32 * v * d) / t +
+        exact(head * headWidth * d * v) / t + F32 * d);
     // planner.Plan.scattered: the plan's list, or every matrix the model has
     var scattered = (plan.scatter === null ? model.matrices : plan.scatter).slice();
     var summed = 0;
@@ -295,7 +392,7 @@
       summed += times * gradientSum(at >= 0, l, plan.gradients * size[name]);
     });
     var gradients = summed + layers * ring("all-reduce", a * f, F32 * 2 * d) +
-      gradientSum(plan.embedding_scatter, l, exact(F32 * v * d) / t) +
+      lookup * gradientSum(plan.embedding_scatter, l, exact(F32 * v * d) / t) +
       ring("all-reduce", a * f, F32 * d);
     var tokens = model.batch / (a * f) * model.seq;
     var block = tokens * d;
@@ -405,20 +502,39 @@
     };
   }
 
+  // transformer_cost.pipeline_flops: a pipeline's last stage, per device, stretched by
+  // the bubble, and the optimizer's update of its share of the stage.
+  function pipelineFlops(model, l) {
+    var stage = stageModel(model, l), total = stepFlops(stage);
+    var f = l.fsdp, t = l.tensor, m = model.microbatches, s = l.stages;
+    var work = divide(total.forward + total.backward + total.recompute, f * t);
+    var per = BigInt(stage.layers), d = BigInt(model.d_model);
+    var updated = divide(per * BigInt(model.layerMatrices) + BigInt(model.vocab) * d, f * t) +
+      divide((2n * per + 1n) * d, f);
+    return work * (m + s - 1) / m + total.optimizer * updated;
+  }
+
+  // transformer_cost.step_device_flops: what the time bound prices on one device.
+  function stepDeviceFlops(model, l) {
+    return l.stages > 1 ? pipelineFlops(model, l) : deviceFlops(model, l).flops;
+  }
+
   // transformer_cost.networks: the bytes one device sends over each of the chip's
   // networks, a term on the slow one where its group spans nodes.
   function networkBytes(model, l, chip, plan) {
-    var n = l.data * l.fsdp * l.tensor, t = l.tensor;
+    var n = l.data * l.fsdp * l.tensor * l.stages, t = l.tensor;
     var perNode = chip.per_node === null ? n : chip.per_node;
     if (n > perNode && perNode % t && t % perNode) {
       throw new CostModelError("tensor " + t + " does not tile nodes of " + perNode +
         " devices: make one divide the other");
     }
     var names = Object.keys(chip.networks);
-    var span = { activations: t, gathers: l.fsdp * t, gradients: n, loss: n };
+    var span = { activations: t, gathers: l.fsdp * t, gradients: n, loss: n,
+      "pipeline wire": n, "stage gathers": l.fsdp * t, "stage gradients": l.fsdp * t,
+      "stage activations": t, "stage loss": l.fsdp * t };
     var sent = {};
     names.forEach(function (k) { sent[k] = 0; });
-    wireTerms(model, l, plan).forEach(function (term) {
+    wireTermsOf(model, l, plan).forEach(function (term) {
       sent[names[span[term[0]] <= perNode ? 0 : 1]] += term[1];
     });
     return sent;
@@ -435,19 +551,20 @@
   // the compute, the largest of those (0: compute leads from the start), or Infinity
   // where a network's time grows as fast as the compute or faster.
   function computeBoundBatch(model, l, chip, plan) {
-    var rows = l.data * l.fsdp;
+    var rows = l.data * l.fsdp, pipeline = l.stages > 1;
+    var micro = pipeline ? model.microbatches : 1; // a pipeline keeps its microbatches
     function line(b) {
-      var m = Object.assign({}, model, { batch: b * rows, microbatches: 1 });
-      return [deviceFlops(m, l).flops / chip.peak,
+      var m = Object.assign({}, model, { batch: b * rows, microbatches: micro });
+      return [stepDeviceFlops(m, l) / chip.peak,
         networkSeconds(networkBytes(m, l, chip, plan), chip)];
     }
-    var one = line(1), two = line(2);
+    var one = line(micro), two = line(2 * micro);
     var c1 = one[0], c2 = two[0], n1 = one[1], n2 = two[1];
-    var alpha = c2 - c1, c0 = c1 - (c2 - c1), threshold = 0;
+    var alpha = (c2 - c1) / micro, c0 = c1 - alpha * micro, threshold = 0;
     var names = Object.keys(n1);
     for (var i = 0; i < names.length; i++) {
       var k = names[i];
-      var beta = n2[k] - n1[k], gamma = n1[k] - (n2[k] - n1[k]);
+      var beta = (n2[k] - n1[k]) / micro, gamma = n1[k] - beta * micro;
       if (beta < alpha) {
         var meet = (gamma - c0) / (alpha - beta);
         if (meet > threshold) threshold = meet; // Python's max keeps the first on a tie
@@ -463,9 +580,10 @@
   function timeOf(model, l, name, plan) {
     var chip = DATA.chips[name];
     if (chip.peak === null) return { why: DATA.coverage.labels["no peak"] };
-    var n = l.data * l.fsdp * l.tensor, found, sent, threshold;
+    var n = l.data * l.fsdp * l.tensor * l.stages, flops, total, sent, threshold;
     try {
-      found = deviceFlops(model, l);
+      total = stepFlops(model);
+      flops = stepDeviceFlops(model, l);
       sent = networkBytes(model, l, chip, plan);
       threshold = computeBoundBatch(model, l, chip, plan);
     } catch (err) {
@@ -475,9 +593,9 @@
     var names = Object.keys(chip.networks);
     var networks = networkSeconds(sent, chip), longest = 0;
     names.forEach(function (k) { if (networks[k] > longest) longest = networks[k]; });
-    var compute = found.flops / chip.peak;
+    var compute = flops / chip.peak;
     var perfect = Math.max(compute, longest);
-    var useful = divide(found.total.forward + found.total.backward, n) / chip.peak;
+    var useful = divide(total.forward + total.backward, n) / chip.peak;
     return {
       compute: compute, networks: networks,
       no_overlap: compute + pysum(names.map(function (k) { return networks[k]; })),
@@ -553,8 +671,8 @@
         basis: found[1],
         rank: null
       };
-      if (l.stages > 1) {
-        row.time = { why: DATA.coverage.labels["no model"] };
+      if (l.stages > 1) { // a time, and no temporaries: not ranked
+        row.time = timeOf(model, l, c.chip, plan);
         return row;
       }
       // planner_page.memory_of: an integer total against a memory that may have a fraction
@@ -888,8 +1006,11 @@
     return fast.concat(rows.filter(function (r) { return !r.rank; }));
   }
 
+  // planner_page.mesh_text: (data, fsdp, tensor), or the stages and each stage's mesh.
   function meshText(l) {
-    return l.stages > 1 ? l.stages + " stages" : l.data + " × " + l.fsdp + " × " + l.tensor;
+    var mesh = l.data + " × " + l.fsdp + " × " + l.tensor;
+    if (l.stages === 1) return mesh;
+    return l.stages + " stages" + (l.fsdp * l.tensor === 1 ? "" : " of " + mesh);
   }
 
   function element(tag, attributes, text) {
@@ -1085,9 +1206,7 @@
     this.summary.textContent = valid.length ?
       valid.length + " of " + rows.length + " layouts can split this model; the state of " +
       fitting + " fits in " + c.gib + " GiB per device, state and temporaries of " +
-      whole + "." :
-      "None of the " + rows.length + " layouts of " + c.devices + " devices can split " +
-      "this model: each row says what to change.";
+      whole + "." : noLayout(c.model, c.devices) + ".";
     this.out.appendChild(this.legend(c));
     var chip = DATA.chips[c.chip];
     this.out.appendChild(element("p", { class: "planner-legend", "data-planner": "chip" },
@@ -1189,10 +1308,13 @@
     var columns = DATA.columns.concat(["formulas"]);
     columns.forEach(function (t) { head.appendChild(element("th", { scope: "col" }, t)); });
     table.appendChild(element("thead")).appendChild(head);
-    var body = element("tbody");
+    var open = element("tbody"), rest = element("tbody"), greyed = 0;
     var stateKey = c.backend === "tpu" ? "state, tpu" : "state";
     var TIME_COLUMNS = 5; // compute, network, step, MFU, compute-bound
-    ordered(rows).forEach(function (r) {
+    ordered(rows).forEach(function (r, i) {
+      // planner_page.folded: the first DATA.fold rows open, the others in a fold
+      var body = i < DATA.fold ? open : rest;
+      if (body === rest && !r.valid) greyed += 1;
       var l = r.layout;
       var row = element("tr", {
         "data-planner": "row", "data-layout": l.name,
@@ -1239,14 +1361,13 @@
         figure("total", sizeText(Number(r.total)) + ": " + roomText(r),
           r.total_fits ? {} : { class: "planner-figure planner-over" });
       } else {
-        words("time-why", r.time.why, 2); // the pipeline: no model of either
+        words("memory-why", DATA.coverage.labels["no temporaries"], 2); // a pipeline
       }
       figure("wire", sizeText(r.wire));
       var t = r.time;
       if (t.why !== undefined) {
         row.setAttribute("data-why", t.why);
-        if (r.temporaries !== undefined) words("time-why", t.why, TIME_COLUMNS);
-        else row.appendChild(element("td", { colspan: String(TIME_COLUMNS) }));
+        words("time-why", t.why, TIME_COLUMNS);
       } else {
         row.setAttribute("data-compute", String(t.compute));
         row.setAttribute("data-networks", JSON.stringify(t.networks));
@@ -1281,15 +1402,29 @@
       row.appendChild(formulas);
       body.appendChild(row);
     });
-    table.appendChild(body);
+    table.appendChild(open);
     wrap.appendChild(table);
-    return wrap;
+    var box = element("div", { "data-planner": "tables" });
+    box.appendChild(wrap);
+    if (rest.children.length) {
+      var fold = element("details", { class: "planner-fold", "data-planner": "fold" });
+      fold.appendChild(element("summary", {}, fill(DATA.coverage.labels.fold,
+        { rows: rest.children.length, greyed: greyed })));
+      var more = element("div", { class: "planner-scroll", tabindex: "0", role: "region",
+        "aria-label": "The other layouts and their figures" });
+      var second = element("table", { class: "planner-table" });
+      second.appendChild(element("thead")).appendChild(head.cloneNode(true));
+      second.appendChild(rest);
+      more.appendChild(second);
+      fold.appendChild(more);
+      box.appendChild(fold);
+    }
+    return box;
   };
 
   window.StrategyPlanner = {
     planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
-    program: program, layouts: layouts,
-    program: program, layouts: layouts,
+    program: program, layouts: layouts, noLayout: noLayout,
     pysum: pysum, divide: divide,
     // the page's constants, for running the arithmetic without the page (the tests, in Node)
     load: function (json) { DATA = JSON.parse(json); },

@@ -279,20 +279,44 @@ def test_the_planner_lists_every_layout_that_divides_and_marks_what_fits():
         ("data x FSDP", (2, 4, 1), 1),
         ("FSDP x tensor", (1, 4, 2), 1),
         ("FSDP x tensor", (1, 2, 4), 1),
+        ("data x FSDP x tensor", (2, 2, 2), 1),
         ("pipeline", (1, 1, 1), 8),
+        ("pipeline x FSDP", (1, 2, 1), 4),
+        ("pipeline x tensor", (1, 1, 2), 4),
+        ("pipeline x FSDP", (1, 4, 1), 2),
+        ("pipeline x tensor", (1, 1, 4), 2),
+        ("pipeline x FSDP x tensor", (1, 2, 2), 2),
     ]
     assert all(r.fits for r in rows)
     small = pl.plan_table(PAGE, 8, memory=400e6)
-    # what splits every weight eight ways fits: FSDP, tensor, and FSDP x tensor
-    assert [(r.layout.name, r.layout.mesh) for r in small if r.fits] == [
-        ("FSDP", (1, 8, 1)),
-        ("tensor", (1, 1, 8)),
-        ("FSDP x tensor", (1, 4, 2)),
-        ("FSDP x tensor", (1, 2, 4)),
+    # what splits every weight eight ways fits: FSDP, tensor, and FSDP x tensor; and the
+    # pipelines whose last stage, split over fsdp or tensor, holds a quarter of the layers
+    # or fewer beside the head
+    assert [
+        (r.layout.name, r.layout.mesh, r.layout.stages) for r in small if r.fits
+    ] == [
+        ("FSDP", (1, 8, 1), 1),
+        ("tensor", (1, 1, 8), 1),
+        ("FSDP x tensor", (1, 4, 2), 1),
+        ("FSDP x tensor", (1, 2, 4), 1),
+        ("pipeline x FSDP", (1, 2, 1), 4),
+        ("pipeline x tensor", (1, 1, 2), 4),
+        ("pipeline x FSDP", (1, 4, 1), 2),
+        ("pipeline x tensor", (1, 1, 4), 2),
+        ("pipeline x FSDP x tensor", (1, 2, 2), 2),
     ]
+    # the last stage of 2 x fsdp 2 x tensor 2: 4 layers and the head, split 4 ways,
+    # the norms 2 ways; AdamW's 12 bytes each; two counters; 8 sequences' tokens
+    split = (4 * PAGE.layer_matrices + PAGE.vocab * 1024) // 4 + 9 * 1024 // 2
+    assert small[-1].state == split * 12 + 4 * 2 + 4 * 8 * 1025
     # 6 devices: a batch of 16 splits neither 6 nor 3 ways, 8 heads neither 6 nor 3
     # ways, 8 layers not into 6 stages: no layout
     assert pl.plan_table(PAGE, 6, 16e9) == []
+    assert pl.no_layout(PAGE, 6) == (
+        "None of the 14 layouts of 6 devices can split this model (each row says why): "
+        "use 4 or 8 devices, or change the sizes the rows name"
+    )
+    assert pl.no_layout(PAGE, 8) is None
     # SGD keeps no slots: a third of AdamW's parameter bytes, and one counter, not two
     sgd = pl.Model(**{**PAGE.__dict__, "optimizer": "sgd"})
     layout = pl.Layout("data", data=8)
@@ -340,7 +364,19 @@ def test_textbook_fsdp_scatters_what_data_parallelism_all_reduces():
             "microbatches that divides it",
         ),
         (lambda: pl.Layout("x", data=0), "positive axis sizes"),
-        (lambda: pl.Layout("x", data=2, stages=2), "a pipeline alone"),
+        (lambda: pl.Layout("x", data=2, stages=2), "not stages and data"),
+        (
+            lambda: pl.state_bytes(
+                pl.Model(**{**PAGE.__dict__, "microbatches": 8}),
+                pl.Layout("p", fsdp=4, stages=2),
+            ),
+            "a microbatch of 2 sequences does not split over fsdp = 4 devices: use a "
+            "batch that is a multiple of microbatches x fsdp = 32",
+        ),
+        (
+            lambda: pl.wire_bytes(PAGE, pl.Layout("p", tensor=16, stages=2)),
+            "heads 8 does not split 16 ways (tensor): use a multiple of 16",
+        ),
         (lambda: pl.layouts(0), "devices must be a positive integer"),
         (
             lambda: pl.state_bytes(PAGE, pl.Layout("data", data=3)),
@@ -489,3 +525,26 @@ def test_pipeline_figures_are_modelled_not_checked():
     model = pl.Model(**{**PAGE.__dict__, "microbatches": 8})
     assert pl.wire_bytes(model, layout) == 2 * (8 + 8 - 1) * 2 * 1024 * 1024 * 2
     assert pl.temporaries(PAGE, pl.Layout("data", data=8)) is None
+
+
+def test_a_pipeline_split_over_fsdp_and_tensor_sends_its_share_and_its_stages_sums():
+    """stages x fsdp x tensor: each device sends its fsdp share of a microbatch at every
+    tick of the schedule, and runs the collectives of its stage as a (1, fsdp, tensor)
+    mesh would: the last stage's 4 layers and head, without the embedding's gather and
+    gradient sum (the first stage has the embedding)."""
+    model = pl.Model(**{**PAGE.__dict__, "microbatches": 4})
+    layout = pl.Layout("pipeline x FSDP x tensor", fsdp=2, tensor=2, stages=2)
+    terms = pl.wire_terms(model, layout)
+    micro = 16 // 4 // 2 * 1024 * 1024 * 2  # sequences, tokens, width, bf16
+    assert terms["pipeline wire"] == 2 * (4 + 2 - 1) * micro
+    stage = pl.Model(**{**PAGE.__dict__, "layers": 4})
+    mesh = pl.wire_terms(stage, pl.Layout("FSDP x tensor", fsdp=2, tensor=2))
+    embedding = 4 * 32768 * 1024 / 2  # float32, its vocabulary split over tensor
+    # all-gathered over fsdp 2 (half of it sent), all-reduced over data x fsdp 2
+    assert terms["stage gathers"] == pytest.approx(mesh["gathers"] - embedding / 2)
+    assert terms["stage gradients"] == pytest.approx(mesh["gradients"] - embedding)
+    assert terms["stage activations"] == mesh["activations"]
+    assert terms["stage loss"] == mesh["loss"]
+    # a pipeline alone has no stage collectives: the figure it had before
+    alone = pl.wire_terms(model, pl.Layout("pipeline", stages=8))
+    assert alone == {"pipeline wire": 2 * (4 + 8 - 1) * 16 // 4 * 1024 * 1024 * 2}

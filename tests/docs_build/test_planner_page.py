@@ -77,15 +77,21 @@ def test_the_prose_describes_the_grid_as_it_is():
     unheld = [p for p in planner_page.coverage()["programs"] if not p[-1]]
     names = FORM_CONFIGS
     assert {(names[p[0]], tuple(p[1:4]), p[4]) for p in unheld} == MISSED
-    assert len(unheld) == 7 and "the FSDP programs of the three other sizes" in text
+    assert len(unheld) == 15 and "the FSDP programs of the three other sizes" in text
     assert (
-        "the H100 plan misses four of the five layouts of the Llama-style size" in text
+        "the H100 plan misses four of the five other layouts of the Llama-style size"
+        in text
+    )
+    assert "Both miss the 3-D program, (2, 2, 2), of every size" in " ".join(
+        text.split()
     )
     assert "one of the four sizes" in text
-    # the two-axis layouts with FSDP are listed but not compiled; (2, 2, 2) is
+    # the two-axis layouts with FSDP are listed but not compiled; the 3-D (2, 2, 2) is
+    # listed and compiled
     listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
-    with_fsdp = {m for m in listed if m[1] > 1 and m[0] * m[2] > 1}
-    assert with_fsdp and not with_fsdp & set(grid.MESHES) and (2, 2, 2) in grid.MESHES
+    with_fsdp = {m for m in listed if m[1] > 1 and m[0] * m[2] > 1 and 1 in m}
+    assert with_fsdp and not with_fsdp & set(grid.MESHES)
+    assert (2, 2, 2) in grid.MESHES and (2, 2, 2) in listed
     assert "say that they are extrapolated to their mesh" in " ".join(text.split())
     # and a compiler may plan differently for more devices: the MLP's FSDP step on v5e
     tpu = json.loads(
@@ -158,7 +164,8 @@ def test_the_plans_are_what_the_prose_says():
 def test_a_targets_plan_prices_each_planner_layout_as_its_own_program(target):
     """The plan offered for a target, put together from three of its programs, gives the
     same wire bytes as each program's own plan for every layout the planner lists (for the
-    page's size: a plan read at another size may differ)."""
+    page's size: a plan read at another size may differ), but the (2, 2, 2) mesh on v5e and
+    the H100, whose programs depart from it (their rows say so: MISSED)."""
     model = pl.model_of(GRID, planner_page.PLAN_CONFIG)
     plan = planner_page.plans()[target]
     listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
@@ -170,18 +177,25 @@ def test_a_targets_plan_prices_each_planner_layout_as_its_own_program(target):
             continue
         layout = pl.entry_layout(e)
         own = pl.wire_bytes(model, layout, pl.plan_of(e, model))
-        assert pl.wire_bytes(model, layout, plan) == own
         compiled_wire = sum(s["wire_bytes"] for s in e["summary"].values())
         assert own == pytest.approx(compiled_wire, rel=pl.TOLERANCE)
+        offered = pl.wire_bytes(model, layout, plan)
+        missed = ("page", layout.mesh, target) in MISSED
+        assert (offered == own) is not missed
+        assert (
+            abs(offered - compiled_wire) <= pl.TOLERANCE * compiled_wire
+        ) is not missed
         checked += 1
-    assert checked == 5  # data, FSDP, tensor and the two 2-D meshes of 8 devices
+    # data, FSDP, tensor, the two 2-D meshes and the 3-D one of 8 devices
+    assert checked == 6
 
 
 def test_the_static_examples_are_what_the_planner_gives():
     tables = [
-        t for t in planner_page.fill(PAGE.read_text()).split("\n\n") if "|---" in t
+        t for t in planner_page.fill(PAGE.read_text()).split("**")[1:] if "|---" in t
     ]
     assert len(tables) == len(planner_page.examples()) == 3
+    folds = 0
     for table, case in zip(tables, planner_page.examples(), strict=True):
         model = planner_page.model_of(case)
         figures = {
@@ -194,10 +208,26 @@ def test_the_static_examples_are_what_the_planner_gives():
                 case["backend"],
             )
         }
-        lines = table.splitlines()
-        assert lines[0].strip("| ").split(" | ") == list(planner_page.COLUMNS)
+        # the first FOLD rows in the table, the others in a fold below it, titled with
+        # how many it holds and how many of them are greyed
+        open_, _, rest = table.partition("??? note ")
+        lines = [line.strip() for line in open_.splitlines() if line.startswith("|")]
         rows = planner_page.ordered(planner_page.answer(case)["rows"])
-        assert len(lines) - 2 == len(rows) == len(pl.layouts(case["devices"]))
+        assert len(rows) == len(pl.layouts(case["devices"]))
+        assert len(lines) - 2 == min(len(rows), planner_page.FOLD)
+        if rest:
+            folds += 1
+            title, *more = rest.splitlines()
+            hidden = rows[planner_page.FOLD :]
+            assert title == (
+                f'"The other {len(hidden)} layouts '
+                f"({sum(not r['valid'] for r in hidden)} of them cannot split this "
+                'model)"'
+            )
+            more = [line.strip() for line in more if line.strip().startswith("|")]
+            assert more[:2] == lines[:2]
+            lines += more[2:]
+        assert len(lines) - 2 == len(rows)
         for line, r in zip(lines[2:], rows, strict=True):
             cells = [c.strip() for c in line.strip("|").split("|")]
             assert cells == planner_page.example_cells(r, case["chip"])
@@ -212,7 +242,7 @@ def test_the_static_examples_are_what_the_planner_gives():
             assert cells[3] == planner_page.size_text(figures[layout].state)
             assert cells[7] == planner_page.size_text(figures[layout].wire)
             if layout.stages > 1:
-                assert planner_page.LABELS["no model"] in cells
+                assert planner_page.LABELS["no temporaries"] in cells
                 continue
             backend = planner_page.chip_facts(case["chip"])["backend"]
             temp = tc.temp_bytes(model, layout, backend)
@@ -231,6 +261,7 @@ def test_the_static_examples_are_what_the_planner_gives():
             )
     # the first example is the form's starting point; each shows a row that does not fit
     # and ranked rows; Llama-3-8B's rows cannot split 8 key/value heads over 16 or more
+    assert folds == 2  # 64 devices: 49 layouts
     assert planner_page.examples()[0] is planner_page.DEFAULTS
     for case in planner_page.examples():
         rows = planner_page.answer(case)["rows"]
@@ -283,9 +314,10 @@ def test_the_time_says_why_where_it_has_none():
         for r in rows
         if r["valid"] and r["mesh"][3] == 1
     )
-    pipeline = [r for r in rows if r["mesh"][3] > 1]
+    # a pipeline's row has no temporaries, and its time is refused for the same reasons
+    pipeline = [r for r in rows if r["mesh"][3] > 1 and r["valid"]]
     assert pipeline and all(
-        r["time"] == {"why": planner_page.LABELS["no model"]} and "temporaries" not in r
+        "measured for ['adamw']" in r["time"]["why"] and "temporaries" not in r
         for r in pipeline
     )
 
@@ -402,7 +434,10 @@ def test_a_layout_is_never_compute_bound_only_through_its_activation_sums():
             lay for lay in pl.layouts(8) if [*lay.mesh, lay.stages] == r["mesh"]
         )
         one, two = pl.wire_terms(model, layout), pl.wire_terms(double, layout)
-        assert [k for k in one if one[k] != two[k]] == ["activations"]
+        grow = [k for k in one if one[k] != two[k]]
+        # a pipeline's stage boundary sends grow with the batch too, but slower than
+        # its FLOPs: its activation sums over tensor decide
+        assert grow in (["activations"], ["pipeline wire", "stage activations"])
     # and the rows that do not split the tensor axis have a threshold
     assert all(
         r["time"]["compute_bound"] < math.inf
@@ -530,8 +565,10 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
     to change; every other row keeps its figures (the whole table went blank before)."""
     default = planner_page.answer(planner_page.DEFAULTS)["rows"]
     found = planner_page.answer({**planner_page.DEFAULTS, "microbatches": 5})["rows"]
-    assert found[:-1] == default[:-1]
-    assert found[-1] == {
+    meshes = [i for i, r in enumerate(default) if r["mesh"][3] == 1]
+    assert [found[i] for i in meshes] == [default[i] for i in meshes]
+    pipelines = [r for r in found if r["mesh"][3] > 1]
+    assert len(pipelines) == 6 and pipelines[0] == {
         "layout": "pipeline",
         "mesh": [1, 1, 1, 8],
         "rank": None,
@@ -539,6 +576,10 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
         "reason": "a batch of 16 does not cut into 5 microbatches: use a number of "
         "microbatches that divides it",
     }
+    assert all(
+        not r["valid"] and "does not cut into 5 microbatches" in r["reason"]
+        for r in pipelines
+    )
     # every greyed case keeps a row per layout, each either priced or told what to change
     for change in planner_page.GREYED:
         case = {**planner_page.DEFAULTS, **change}
@@ -549,8 +590,13 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
         greyed = [r for r in rows if not r["valid"]]
         assert greyed, change
         assert all(": use a" in r["reason"] or ": make" in r["reason"] for r in greyed)
-    none = planner_page.answer({**planner_page.DEFAULTS, "devices": 6})["rows"]
-    assert none and not any(r["valid"] for r in none)
+    # no layout of 6 devices splits the page's model: every row greyed, and the page
+    # names the nearest device counts that some layout can use
+    none = planner_page.answer({**planner_page.DEFAULTS, "devices": 6})
+    assert none["rows"] and not any(r["valid"] for r in none["rows"])
+    assert none["none"] == pl.no_layout(planner_page.model_of(planner_page.DEFAULTS), 6)
+    assert "use 4 or 8 devices" in none["none"]
+    assert "none" not in planner_page.answer(planner_page.DEFAULTS)
 
 
 def rows_of(case: dict) -> list[dict]:
@@ -561,15 +607,18 @@ def test_the_textbook_default_has_no_checked_row():
     """The textbook plan is no target's: the form's starting point checks nothing."""
     case = planner_page.DEFAULTS
     assert case["plan"] == "textbook"
-    rows = rows_of(case)
+    rows = [r for r in rows_of(case) if r["valid"]]
     assert not any(r["checked"] for r in rows)
     extrapolated = (
         "extrapolated from the 8-device CPU and TPU programs of the 4 compiled sizes to "
         "the textbook plan"
     )
-    assert [r["basis"] for r in rows] == [extrapolated] * 9 + [
-        "modelled: the step has no pipeline to compile"
-    ]
+    # ten meshes; the pipelines that divide the page's model (a microbatch of 2
+    # sequences splits over fsdp 2, not 4)
+    assert [r["basis"] for r in rows] == [extrapolated] * 10 + [
+        "the planner's model, not compiled: the grid compiles data, fsdp and tensor "
+        "meshes only"
+    ] * 5
 
 
 def test_the_large_example_has_no_checked_row():
@@ -581,7 +630,7 @@ def test_the_large_example_has_no_checked_row():
         "v5p:2x2x2",
         "Llama-3-8B",
     )
-    rows = [r for r in rows_of(case) if r["valid"]]
+    rows = [r for r in rows_of(case) if r["valid"] and r["mesh"][3] == 1]
     assert rows and not any(r["checked"] for r in rows)
     assert {r["basis"] for r in rows} == {
         "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 4 compiled sizes "
@@ -619,9 +668,15 @@ LLAMA_STYLE = "gqa, gated, tied"
 # gradients, and H100's of the Llama-style size but its tensor-parallel one (its tied
 # head's gradient is summed with the embedding's, it gathers two of three MLP matrices
 # again in float32).
-MISSED = {
-    (c, (1, 8, 1), "v5e:2x4") for c in FORM_CONFIGS if c != planner_page.PLAN_CONFIG
-} | {(LLAMA_STYLE, m, "h100:1x8") for m in ((8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2))}
+MISSED = (
+    {(c, (1, 8, 1), "v5e:2x4") for c in FORM_CONFIGS if c != planner_page.PLAN_CONFIG}
+    | {
+        (LLAMA_STYLE, m, "h100:1x8")
+        for m in ((8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2))
+    }
+    # the 3-D mesh, on v5e and the H100, at every size (the page's too)
+    | {(c, (2, 2, 2), t) for c in FORM_CONFIGS for t in ("v5e:2x4", "h100:1x8")}
+)
 
 
 def test_the_llama_style_size_is_one_the_form_gives_and_its_rows_are_checked():
@@ -638,7 +693,8 @@ def test_the_llama_style_size_is_one_the_form_gives_and_its_rows_are_checked():
         for r in rows_of(grid_case(LLAMA_STYLE, target))
         if r.get("checked")
     }
-    assert len(checked) == 4 * 5 - 5
+    # six meshes on four targets, but the five the H100 plan misses and (2, 2, 2) on v5e
+    assert len(checked) == 4 * 6 - 5 - 2
     assert ("cpu", (8, 1, 1)) in checked and ("h100:1x8", (1, 1, 8)) in checked
     assert "options the form takes too" in filled()
 
@@ -660,7 +716,9 @@ def test_the_h100_plan_misses_the_llama_style_size_where_the_prose_says():
     fixes = {m: {"head_apart": False} for m in ((8, 1, 1), (2, 1, 4), (4, 1, 2))}
     fixes[1, 8, 1] = fsdp
     assert {(LLAMA_STYLE, m, "h100:1x8") for m in fixes} == {
-        key for key in MISSED if key[2] == "h100:1x8"
+        key
+        for key in MISSED
+        if key[2] == "h100:1x8" and key[0] == LLAMA_STYLE and key[1] != (2, 2, 2)
     }
 
     def held(mesh, changes):
@@ -715,7 +773,9 @@ def test_a_grid_entrys_own_inputs_are_checked(config, target):
                 f"checked against the compiled {planner_page.target_label(target)} program"
             )
         else:
-            assert row["basis"].endswith("to this size under the page size's plan")
+            assert row["basis"].endswith(
+                "to this program, which the offered plan misses"
+            )
     # the pipeline, where the layers split into stages: nothing compiled
     assert not any(r.get("checked") for r in rows if r["mesh"][3] > 1)
 
@@ -737,8 +797,8 @@ def test_a_row_is_checked_only_inside_what_the_grid_compiled():
             assert case["plan"] in GRID["targets"]
             assert case["backend"] == planner_page.backend_of(case["plan"])
             assert (case["optimizer"], case["param_bytes"]) == ("adamw", 4)
-    # four sizes, four targets, five layouts, but the rows the offered plans miss
-    assert checked == 4 * 4 * 5 - len(MISSED)
+    # four sizes, four targets, six layouts, but the rows the offered plans miss
+    assert checked == 4 * 4 * 6 - len(MISSED)
 
 
 @pytest.mark.parametrize(
@@ -767,8 +827,10 @@ def test_a_row_outside_the_grid_says_what_it_is_extrapolated_to(change, outside)
 
 
 # The script's arithmetic run in Node, without the page: each case's model made from the
-# form's text (makeModel), then planTable; what the rows gain (temporaries, the fit with
-# them, the time and the rank) read back for comparison with Python's.
+# form's text (makeModel), then planTable; every row read back (its layout and mesh, and
+# why it is greyed or its state, wire terms, fit, basis, temporaries, time and rank, and
+# its program) for comparison with Python's, and what the page says when no row can
+# split the model.
 NODE = """
 const fs = require("fs");
 global.window = {};
@@ -788,10 +850,14 @@ const out = cases.map((c) => {
   const rows = P.planTable({model: made.model, devices: c.devices,
     memory: c.memory * data.gib, plan: data.plans[c.plan], planName: c.plan,
     backend: c.backend, chip: c.chip});
-  return rows.map((r) => {
+  const shown = rows.map((r) => {
+    const l = r.layout;
     // every row's program, or why it has none (planner_program.text_or_why)
-    const o = {layout: r.layout.name, rank: r.rank, program: P.program(made.model, r.layout)};
-    if (!r.valid) return o;
+    const o = {layout: l.name, mesh: [l.data, l.fsdp, l.tensor, l.stages], rank: r.rank,
+               valid: r.valid, program: P.program(made.model, l)};
+    if (!r.valid) return {...o, reason: r.reason};
+    Object.assign(o, {state: r.state, wire: r.wire, terms: Object.fromEntries(r.terms),
+                      fits: r.fits, checked: r.checked, basis: r.basis});
     if (r.temporaries !== undefined) {
       Object.assign(o, {temporaries: String(r.temporaries), total: String(r.total),
                         room: r.room, total_fits: r.total_fits});
@@ -801,10 +867,10 @@ const out = cases.map((c) => {
     if (o.time.compute_bound === Infinity) o.time.compute_bound = "Infinity";
     return o;
   });
+  return {rows: shown, none: P.noLayout(made.model, c.devices)};
 });
 process.stdout.write(JSON.stringify(out));
 """
-NEW_FIELDS = ("rank", "temporaries", "total", "room", "total_fits", "time")
 
 
 def node_cases() -> list[dict]:
@@ -843,11 +909,17 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     got = json.loads(done.stdout)
     wrong, timed = [], 0
     programs = 0
-    for case, rows in zip(cases, got, strict=True):
-        want = planner_page.answer(case)["rows"]
+    kinds, nones = set(), 0
+    for case, shown in zip(cases, got, strict=True):
+        answer = planner_page.answer(case)
+        want = answer["rows"]
+        if shown["none"] != answer.get("none"):
+            wrong.append((case, answer.get("none"), shown["none"]))
+        nones += "none" in answer
         model = planner_page.model_of(case)
-        for w, g in zip(want, rows, strict=True):
-            expect = {k: w[k] for k in NEW_FIELDS if k in w}
+        for w, g in zip(want, shown["rows"], strict=True):
+            expect = dict(w)
+            kinds.add((w["layout"], w["valid"], "mfu" in w.get("time", {})))
             layout = planner_page.row_layout(w)
             expect["program"] = planner_program.text_or_why(model, layout)
             programs += "text" in expect["program"]
@@ -856,11 +928,18 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
                     expect[k] = str(expect[k])
             if expect.get("time", {}).get("compute_bound") == math.inf:
                 expect["time"] = {**expect["time"], "compute_bound": "Infinity"}
-            if g != {"layout": w["layout"], **expect}:
+            if g != expect:
                 wrong.append((case, w, g))
             timed += "mfu" in w.get("time", {})
     assert timed >= 300
     assert programs >= 300
+    assert nones >= 10
+    # every kind of layout, priced with a time and greyed: the 3-D meshes and the
+    # pipelines split over fsdp and tensor among them
+    names = {name for name, _, _ in kinds}
+    assert {"data x FSDP x tensor", "pipeline x FSDP x tensor"} <= names
+    for name in names:
+        assert {(name, True, True), (name, False, False)} <= kinds, name
     # thresholds of every kind: never, from any batch, above a number of sequences
     bounds = [
         r["time"]["compute_bound"]
@@ -895,3 +974,34 @@ def test_the_program_says_when_the_row_priced_another_optimizer(change, noted):
     model = planner_page.model_of({**planner_page.DEFAULTS, **change})
     text = planner_program.program(model, pl.Layout("FSDP", fsdp=8))
     assert ("TrainState trains with AdamW on float32 weights" in text) is noted
+
+
+def test_a_pipeline_row_has_a_bubbled_time_no_temporaries_and_no_rank():
+    """The page's words on a pipeline: the last stage's FLOPs per device stretched by
+    the bubble (M + stages - 1)/M plus the optimizer's update; no temporaries, never
+    ranked; long tables folded past sixteen rows; the nearest usable device counts up
+    to 64 away."""
+    text = " ".join(filled().split())
+    assert "stretched by the bubble, (M + stages \u2212 1)/M" in text
+    assert "so it is never ranked" in text
+    assert planner_page.FOLD == 16 and "past sixteen rows" in text
+    assert pl.NEAR == 64 and "up to 64 away" in text
+    case = {**planner_page.DEFAULTS, "microbatches": 4}
+    model = planner_page.model_of(case)
+    layout = pl.Layout("pipeline x FSDP x tensor", fsdp=2, tensor=2, stages=2)
+    stage = tc.step_flops(pl.Model(**{**model.__dict__, "layers": 4}))
+    work = (stage["forward"] + stage["backward"] + stage["recompute"]) / 4
+    updated = (4 * model.layer_matrices + model.vocab * 1024) / 4 + 9 * 1024 / 2
+    assert tc.pipeline_flops(model, layout) == pytest.approx(
+        work * (4 + 2 - 1) / 4 + 15 * updated
+    )
+    # more microbatches, a smaller bubble
+    more = pl.Model(**{**model.__dict__, "microbatches": 8})
+    assert tc.pipeline_flops(more, layout) < tc.pipeline_flops(model, layout)
+    rows = planner_page.answer(case)["rows"]
+    pipes = [r for r in rows if r["mesh"][3] > 1 and r["valid"]]
+    assert pipes and all(
+        r["rank"] is None and "temporaries" not in r and "mfu" in r["time"]
+        for r in pipes
+    )
+    assert any(r["rank"] for r in rows)
