@@ -158,7 +158,9 @@ def remat_rows(data: dict | None = None) -> dict[str, dict]:
     rows = {}
     for policy, said in data["policies"].items():
         if "error" in said:
-            raise CardRecordError(f"policy {policy!r} failed on the card: {said['error']}")
+            raise CardRecordError(
+                f"policy {policy!r} failed on the card: {said['error']}"
+            )
         memory = said["memory"]
         times = said["all_seconds"]
         rows[REMAT_LABELS.get(policy, policy)] = {
@@ -168,7 +170,8 @@ def remat_rows(data: dict | None = None) -> dict[str, dict]:
             "host": memory.get("host_temp", 0) / GIB,
             "argument": memory["argument"] / GIB,
             "spread": max(times) / min(times) - 1,
-            "predicted": (memory["argument"] + memory["temp"]) / said["peak_bytes_in_use"]
+            "predicted": (memory["argument"] + memory["temp"])
+            / said["peak_bytes_in_use"]
             - 1,
         }
     return rows
