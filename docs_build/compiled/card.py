@@ -13,7 +13,10 @@ markers:
 - `<!-- gpu-card: oom eager -->`, `<!-- gpu-card: oom jit -->`: the error, as the card raised it;
 - `<!-- gpu-card: jit raised at -->`: when the jitted program's error came (`wait`: at
   `block_until_ready`, not at the call);
-- `<!-- gpu-card: matmul -->`: the bf16 product's speed beside the card's published peak.
+- `<!-- gpu-card: matmul -->`: the bf16 product's speed beside the card's published peak;
+- `<!-- gpu-card: remat table -->`, `<!-- gpu-card: remat said -->`: the transformer step
+  under each remat policy, timed on the card (results/gpu_card_remat.json, written by
+  `card_remat`), and the sentence the remat page draws from it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from docs_build.compiled.driver import RESULTS
 from docs_build.compiled.verify_gpu import collectives, committed_rows
 
 RECORD = RESULTS / "gpu_card.json"
+REMAT_RECORD = RESULTS / "gpu_card_remat.json"
 MARKER = re.compile(r"<!-- gpu-card: ([^>]+?) -->")
 STAGES = {
     "file spec": "the committed spec file, one node of 8, as `nox -s gpu` compiles",
@@ -136,6 +140,100 @@ def matmul_text(data: dict | None = None) -> str:
     )
 
 
+@cache
+def remat_record() -> dict:
+    return json.loads(REMAT_RECORD.read_text())
+
+
+# Config.remat, as card_remat stored it -> what the remat page calls it
+REMAT_LABELS = {"False": "no remat", "True": "full remat"}
+GIB = 2**30
+
+
+def remat_rows(data: dict | None = None) -> dict[str, dict]:
+    """policy label -> ms (median step), peak / temp / host / argument (GiB), spread (the
+    largest timed step over the smallest, minus one) and predicted (argument + temp over
+    the allocator's peak, minus one)."""
+    data = data or remat_record()
+    rows = {}
+    for policy, said in data["policies"].items():
+        if "error" in said:
+            raise CardRecordError(
+                f"policy {policy!r} failed on the card: {said['error']}"
+            )
+        memory = said["memory"]
+        times = said["all_seconds"]
+        rows[REMAT_LABELS.get(policy, policy)] = {
+            "ms": said["seconds"] * 1e3,
+            "peak": said["peak_bytes_in_use"] / GIB,
+            "temp": memory["temp"] / GIB,
+            "host": memory.get("host_temp", 0) / GIB,
+            "argument": memory["argument"] / GIB,
+            "spread": max(times) / min(times) - 1,
+            "predicted": (memory["argument"] + memory["temp"])
+            / said["peak_bytes_in_use"]
+            - 1,
+        }
+    return rows
+
+
+def _remat_size(data: dict) -> str:
+    f = data["fields"]
+    return (
+        f"{data['batch']} sequences of {f['seq']:,} tokens, {f['layers']} layers of width "
+        f"{f['d_model']:,}, {f['heads']} heads, MLP width {f['mlp']:,}, vocabulary "
+        f"{f['vocab']:,}"
+    )
+
+
+def remat_table(data: dict | None = None) -> str:
+    data = data or remat_record()
+    rows = remat_rows(data)
+    base = rows["no remat"]["ms"]
+    lines = [
+        "| policy | step (ms) | against no remat | peak on the card (GiB) | "
+        "compiled temporaries (GiB) | kept on the host (GiB) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, row in rows.items():
+        lines.append(
+            f"| {label} | {row['ms']:.1f} | {row['ms'] / base:.2f}x | {row['peak']:.2f} | "
+            f"{row['temp']:.2f} | {row['host']:.2f} |"
+        )
+    device = {said["device"] for said in data["policies"].values()}
+    versions = data["versions"]
+    plugin = next(k for k, v in versions.items() if k.endswith("-plugin") and v)
+    caption = (
+        f"The transformer step ({_remat_size(data)}) on one {', '.join(sorted(device))}, "
+        f"each policy in a process of its own: the median of {data['timed']} timed steps "
+        f"after {data['warm']}, and the allocator's peak after them "
+        f"(jax {versions['jax']} with {plugin} {versions[plugin]}, {data['generated']})."
+    )
+    from docs_build.compiled.pages import _boxed  # pages fills this module's markers
+
+    return _boxed(lines, caption)
+
+
+def remat_said(data: dict | None = None) -> str:
+    """The remat page's sentence: full remat against none, offload, and how well the
+    compiled memory analysis foretold the card's peak."""
+    data = data or remat_record()
+    rows = remat_rows(data)
+    none, full = rows["no remat"], rows["full remat"]
+    slowest = max(rows, key=lambda k: rows[k]["ms"])
+    faster = "faster" if full["ms"] < none["ms"] else "slower"
+    worst = max(abs(r["predicted"]) for r in rows.values())
+    spread = max(r["spread"] for r in rows.values())
+    return (
+        f"Full remat was {faster} than no remat on the card, {full['ms']:.1f} ms against "
+        f"{none['ms']:.1f} ms, with a peak of {full['peak']:.2f} GiB against "
+        f"{none['peak']:.2f} GiB. The slowest was {slowest}, at {rows[slowest]['ms']:.1f} "
+        f"ms. No step of any policy took more than {spread:.1%} longer than that policy's "
+        f"fastest step, and for every policy the compiled arguments plus temporaries came "
+        f"within {worst:.1%} of the peak the card's allocator reported"
+    )
+
+
 def fill(markdown: str) -> str:
     def one(match: re.Match) -> str:
         what = match.group(1)
@@ -151,6 +249,10 @@ def fill(markdown: str) -> str:
             return matmul_text()
         if what == "card":
             return record()["machine"]["name"]
+        if what == "remat table":
+            return remat_table()
+        if what == "remat said":
+            return remat_said()
         if what == "size":
             return f"{record()['probe']['matmul']['size']:,}"
         raise CardRecordError(f"unknown gpu-card marker {what!r}")

@@ -141,7 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for policy in args.policies or _policies():
             part = Path(tmp) / f"{policy}.json"
-            command = [sys.executable, "-m", MODULE, "--one", policy, "--out", str(part)]
+            command = [
+                sys.executable,
+                "-m",
+                MODULE,
+                "--one",
+                policy,
+                "--out",
+                str(part),
+            ]
             command += ["--config", args.config]
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             if done.returncode or not part.exists():

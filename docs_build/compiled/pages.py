@@ -32,6 +32,8 @@ A page writes a marker where generated evidence goes:
   each TPU and GPU target (docs_build/steptime.py): compute, each network, the MFU bound;
   `<!-- time-threshold: N -->` the rows per device above which those steps, as taught, are
   compute-bound on N chips of each chip in costmodel.LINKS.
+- `<!-- overlap-chart: TARGET / PROGRAM -->` and `<!-- overlap-hide -->`: a program's
+  schedule drawn, and when the FSDP step's gathers can hide (docs_build/compiled/overlap.py).
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
   (sent per step), `state` (the step's arguments), `temp` (its temporary buffers), `peak`,
   or for a program over several slices `ici` and `dcn` (sent within and between slices).
@@ -48,7 +50,7 @@ import re
 from docs_build import costmodel as cm
 from docs_build import steptime
 from docs_build.compiled import card as gpu_card
-from docs_build.compiled import plot
+from docs_build.compiled import overlap, plot
 from docs_build.compiled import targets as tg
 from docs_build.compiled.results import (
     MIB,
@@ -993,6 +995,7 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(TIME_TABLE, time_table())
     markdown = THRESHOLD.sub(lambda m: threshold_text(int(m.group(1))), markdown)
     markdown = gpu_card.fill(markdown)
+    markdown = overlap.fill(markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
 
 

@@ -120,3 +120,54 @@ def test_the_table_counts_what_compare_counts():
             str(said["equal"]),
         ]
     assert re.search(r"driver 580\.\d+\.\d+", table)
+
+
+def test_the_remat_record_covers_todays_policies_on_one_card():
+    """card_remat ran every policy of model.REMAT_POLICIES ("full" is True's other name),
+    each on the same card, at the planner grid's size it names."""
+    from docs_build.planner_grid import CONFIGS
+    from snippets.advanced.transformer import model
+
+    data = card.remat_record()
+    wanted = {str(p) for p in model.REMAT_POLICIES if p != "full"}
+    assert set(data["policies"]) == wanted
+    assert {p["device"] for p in data["policies"].values()} == {"NVIDIA H100 80GB HBM3"}
+    assert (data["fields"], data["batch"]) == (
+        CONFIGS[data["config"]][0],
+        CONFIGS[data["config"]][1],
+    )
+    for said in data["policies"].values():
+        assert len(said["all_seconds"]) == data["timed"]
+        first = said["losses"][0]  # remat changes what is kept, not the first step
+        assert abs(first - data["policies"]["False"]["losses"][0]) < 1e-3 * abs(first)
+
+
+def test_the_remat_sentence_follows_the_record():
+    rows = card.remat_rows()
+    said = card.remat_said()
+    none, full = rows["no remat"], rows["full remat"]
+    word = "faster" if full["ms"] < none["ms"] else "slower"
+    assert said.startswith(f"Full remat was {word} than no remat")
+    assert f"{full['ms']:.1f} ms against {none['ms']:.1f} ms" in said
+    assert f"The slowest was {max(rows, key=lambda k: rows[k]['ms'])}," in said
+    # the peak the allocator saw is what the compiled memory analysis foretold
+    assert all(abs(r["predicted"]) < 0.02 for r in rows.values())
+    assert all(r["spread"] < 0.02 for r in rows.values())
+
+
+def test_the_remat_sentence_turns_with_the_data():
+    data = copy.deepcopy(card.remat_record())
+    policies = data["policies"]
+    policies["True"]["seconds"] = policies["False"]["seconds"] * 2
+    assert card.remat_said(data).startswith("Full remat was slower than no remat")
+    policies["dots"]["error"] = "boom"
+    with pytest.raises(card.CardRecordError, match="dots"):
+        card.remat_rows(data)
+
+
+def test_the_remat_page_shows_the_cards_table_and_sentence():
+    page = (ROOT / "docs/advanced/remat.md").read_text()
+    assert "<!-- gpu-card: remat table -->" in page
+    assert "<!-- gpu-card: remat said -->. These are one card's times" in page
+    filled = card.fill(page)
+    assert "| offload |" in filled and "H100 80GB HBM3" in filled

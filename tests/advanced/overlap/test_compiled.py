@@ -1,0 +1,161 @@
+"""The overlap page's drawings and hide table (docs_build/compiled/overlap.py), and the claims
+its prose makes about them, held to the committed results/{cpu,tpu,gpu}.json."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from docs_build import costmodel as cm
+from docs_build import steptime
+from docs_build.compiled import overlap
+from docs_build.compiled.results import results, wire_mib
+
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "overlap.md"
+DATA = results()
+CHARTS = overlap.CHART.findall(PAGE.read_text())
+
+
+def forms(target, name):
+    return [c["form"] for c in overlap.find(target, name, DATA)["collectives"]]
+
+
+def test_the_page_draws_each_backend_fsdp_step_and_the_rings():
+    drawn = {(t.strip(), n.strip()) for t, n in CHARTS}
+    for target in ("cpu", "v5e:2x4", "v5p:2x2x2", "h100:1x8"):
+        assert (target, "FSDP") in drawn
+    assert ("h100:1x8", "FSDP, no latency-hiding scheduler") in drawn
+    assert overlap.HIDE_TABLE in PAGE.read_text()
+
+
+@pytest.mark.parametrize("target,name", CHARTS)
+def test_each_drawing_is_its_schedule(target, name):
+    """Every bar spans its start..done, holds the matmuls the compiler put in flight
+    (the driver's own in_flight record), and every matmul run of the schedule is a box."""
+    p = overlap.find(target.strip(), name.strip(), DATA)
+    spans, runs = overlap.spans(p["schedule"])
+    paired = [s for s in spans if s.asynchronous]
+    listed = [f for f in p["in_flight"] if f["start"] in {s.name for s in paired}]
+    assert [s.matmuls for s in paired] == [
+        next(f["matmuls"] for f in listed if f["start"] == s.name) for s in paired
+    ]
+    svg = overlap.svg(target.strip(), name.strip(), DATA)
+    bars = re.findall(
+        r'class="collective" data-kind="([\w-]+)" data-first="(\d+)" '
+        r'data-last="(\d+)" data-matmuls="(\d+)"',
+        svg,
+    )
+    assert bars == [(s.kind, str(s.first), str(s.last), str(s.matmuls)) for s in spans]
+    boxes = re.findall(r'class="matmul" data-column="(\d+)" data-count="(\d+)"', svg)
+    assert boxes == [(str(c), str(n)) for c, n in runs]
+    rows = [r for r in p["schedule"] if r[0] == "matmul"]
+    assert sum(int(n) for _, n in boxes) == sum(r[1] for r in rows)
+    words = overlap.describe(target.strip(), name.strip(), DATA)
+    assert len(words) == len(spans) + len(runs)
+
+
+def test_spans_refuse_a_done_without_its_start():
+    with pytest.raises(ValueError, match="no start opened"):
+        overlap.spans([["all-gather-done", "all-gather-done", None]])
+    with pytest.raises(ValueError, match="without its done"):
+        overlap.spans([["all-gather-start", "s", ["f32[8]"]]])
+
+
+def test_what_the_prose_says_of_the_fsdp_steps():
+    # CPU and v5p: every collective synchronous
+    assert set(forms("cpu", "FSDP")) == {"sync"}
+    assert set(forms("v5p:2x2x2", "FSDP")) == {"sync"}
+    # H100: every collective asynchronous; one matmul inside the second gather only
+    assert set(forms("h100:1x8", "FSDP")) == {"async"}
+    flights = overlap.find("h100:1x8", "FSDP", DATA)["in_flight"]
+    assert [(f["kind"], f["matmuls"]) for f in flights] == [
+        ("all-gather", 0),
+        ("all-gather", 1),
+        ("reduce-scatter", 0),
+        ("all-reduce", 0),
+    ]
+    # v5e: the drawn gathers are synchronous; one more gather is an async fusion, and the
+    # reduce-scatters are fusions, neither of them in the schedule
+    v5e = overlap.find("v5e:2x4", "FSDP", DATA)
+    drawn = [r for r in v5e["schedule"] if r[0] != "matmul"]
+    assert {r[0] for r in drawn} == {"all-gather", "all-reduce"}
+    assert forms("v5e:2x4", "FSDP").count("async-fusion") == 1
+    assert len(drawn) < len(v5e["collectives"])
+    assert all(r[0] != "reduce-scatter" for r in drawn)
+    assert "reduce-scatter" in v5e["summary"]
+
+
+def test_without_the_scheduler_every_collective_waits_and_the_bytes_stay():
+    on = overlap.find("h100:1x8", "FSDP", DATA)
+    off = overlap.find("h100:1x8", "FSDP, no latency-hiding scheduler", DATA)
+    assert set(forms("h100:1x8", "FSDP, no latency-hiding scheduler")) == {"sync"}
+    assert off["in_flight"] == []
+    assert wire_mib(off) == pytest.approx(wire_mib(on), rel=1e-9)
+
+
+def test_what_the_prose_says_of_the_matmuls():
+    for target in ("cpu", "v5e:2x4", "v5p:2x2x2", "h100:1x8"):
+        assert forms(target, "gather matmul") == ["sync"]
+        assert [
+            c["kind"]
+            for c in overlap.find(target, "gather matmul", DATA)["collectives"]
+        ] == ["all-gather"]
+    assert forms("cpu", "ring matmul") == ["sync"] * 7
+    assert forms("h100:1x8", "ring matmul") == ["sync"] * 6 + ["async"]
+    assert [
+        f["matmuls"] for f in overlap.find("h100:1x8", "ring matmul", DATA)["in_flight"]
+    ] == [0]
+    for target in ("v5e:2x4", "v5p:2x2x2"):
+        assert set(forms(target, "ring matmul")) == {"async"}
+        counts = [
+            f["matmuls"] for f in overlap.find(target, "ring matmul", DATA)["in_flight"]
+        ]
+        # back to back first, products only inside the last few
+        assert counts[:4] == [0, 0, 0, 0] and counts[-1] > 0
+
+
+def test_the_hide_table_is_the_formula_on_the_published_figures():
+    model = DATA["model"]
+    rows = overlap.hide_rows(DATA)
+    assert {(h.chip, h.layer) for h in rows} == {
+        (k, layer) for k in overlap.HIDE_TARGETS for layer in (1, 2)
+    }
+    for h in rows:
+        p = overlap.find(h.target, "FSDP", DATA)
+        n = 8
+        assert p["mesh"] == {next(iter(p["mesh"])): n}
+        # the width is the compiled program's: the gathered kernels' dtype
+        gathers = [
+            c
+            for c in p["collectives"]
+            if c["kind"] == "all-gather" and c["result_bytes"] >= 2**20
+        ]
+        assert {2 if c["dtype"] == "bf16" else 4 for c in gathers} == {h.width}
+        link = cm.LINKS[h.chip].within
+        peak = steptime.peak(h.chip, "bfloat16" if h.width == 2 else "float32")
+        assert h.send_seconds == pytest.approx(
+            7 / 8 * model["d"] * model["hidden"] * h.width / link
+        )
+        if h.layer == 2:
+            rows_per_device = model["batch"] / n
+            assert h.compute_seconds == pytest.approx(
+                2 * rows_per_device * model["d"] * model["hidden"] / peak
+            )
+            # at rows_needed the two times are equal
+            at = 2 * h.rows_needed * model["d"] * model["hidden"] / peak
+            assert at == pytest.approx(h.send_seconds)
+            assert h.hides == (rows_per_device >= h.rows_needed)
+        else:
+            assert not h.hides
+    # what the prose says: at the compiled batch nothing hides
+    assert not any(h.hides for h in rows)
+
+
+def test_a_hide_row_hides_once_the_batch_is_large_enough():
+    """The check can say yes: with 16 times the batch (512 rows per device) the H100 f32 gather hides."""
+    import copy
+
+    data = copy.deepcopy(DATA)
+    data["model"]["batch"] = DATA["model"]["batch"] * 16
+    h = next(h for h in overlap.hide_rows(data) if h.chip == "h100" and h.layer == 2)
+    assert h.hides
