@@ -10,6 +10,7 @@ import operator
 
 import pytest
 
+from docs_build import planner as pl
 from docs_build import planner_page
 
 from .conftest import EVERY
@@ -185,6 +186,7 @@ def test_the_grid_covers_what_the_form_offers():
     for reason in (
         "layers do not split into",
         "microbatches: use a number",
+        "sequences does not split over fsdp",
         "does not split over data x fsdp",
         "ways (fsdp)",
         "vocab ",
@@ -203,7 +205,11 @@ def test_the_grid_covers_what_the_form_offers():
         "2-D",
         "data x FSDP",
         "FSDP x tensor",
+        "data x FSDP x tensor",
         "pipeline",
+        "pipeline x FSDP",
+        "pipeline x tensor",
+        "pipeline x FSDP x tensor",
     }
 
 
@@ -314,9 +320,10 @@ def test_a_reader_is_told_what_to_change_beside_the_field(context, base_url):
         planner_page.answer({**planner_page.DEFAULTS, "kv_heads": 2})["rows"]
     )
     rows = page.locator("[data-planner=row]")
-    assert rows.count() == len(want) == 10
+    assert rows.count() == len(want) == 16
     greyed = [r for r in want if not r["valid"]]
-    assert [r["mesh"][2] for r in greyed] == [8, 4, 4]
+    # and the pipeline of 2 stages x fsdp 4, whose microbatches of 2 do not split 4 ways
+    assert [r["mesh"][2] for r in greyed] == [8, 4, 4, 1, 4]
     for k, row in enumerate(want):
         assert rows.nth(k).get_attribute("data-valid") == str(row["valid"]).lower()
     shown = page.locator("tr.planner-invalid [data-planner=reason]")
@@ -450,3 +457,35 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
             )
     context.close()
     assert seen.failed == []
+
+
+def test_a_long_table_folds_past_its_first_rows(context, base_url):
+    """64 devices give 49 layouts: the first FOLD (ranked ones first) in the table, the
+    others in a fold titled as Python titles it, every row in Python's order."""
+    case = {**planner_page.DEFAULTS, "devices": 64, "batch": 64}
+    want = planner_page.ordered(planner_page.answer(case)["rows"])
+    shown, rest = planner_page.folded(want)
+    assert len(want) == 49 and len(shown) == planner_page.FOLD and rest
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.fill("input[name=batch]", "64")
+    page.fill("input[name=devices]", "64")
+    fold = page.locator("[data-planner=fold]")
+    assert fold.count() == 1
+    assert fold.locator(":scope > summary").text_content() == planner_page.fold_label(
+        rest
+    )
+    assert not fold.locator("[data-planner=row]").first.is_visible()
+    assert fold.locator("[data-planner=row]").count() == len(rest)
+    meshes = page.locator("[data-planner=row]").evaluate_all(
+        "(rows) => rows.map((r) => r.dataset.mesh)"
+    )
+    assert meshes == [",".join(map(str, r["mesh"])) for r in want]
+    fold.locator(":scope > summary").click()
+    assert fold.locator("[data-planner=row]").first.is_visible()
+    # no layout of 7 devices splits it: the summary names the nearest counts
+    page.fill("input[name=devices]", "7")
+    summary = page.locator("[data-planner=summary]").text_content()
+    model = planner_page.model_of(case)
+    assert summary == pl.no_layout(model, 7) + "."
+    page.close()
+    assert seen.console_errors == []
