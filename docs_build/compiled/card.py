@@ -14,6 +14,7 @@ markers:
 - `<!-- gpu-card: jit raised at -->`: when the jitted program's error came (`wait`: at
   `block_until_ready`, not at the call);
 - `<!-- gpu-card: matmul -->`: the bf16 product's speed beside the card's published peak;
+- `<!-- gpu-card: newer -->`: today's programs that the record never compiled;
 - `<!-- gpu-card: remat table -->`, `<!-- gpu-card: remat said -->`: the transformer step
   under each remat policy, timed on the card (results/gpu_card_remat.json, written by
   `card_remat`), and the sentence the remat page draws from it.
@@ -84,6 +85,22 @@ def compare(data: dict | None = None) -> dict[str, dict]:
             "largest_program": widest,
         }
     return found
+
+
+def newer(data: dict | None = None) -> list[str]:
+    """Today's one-node GPU programs that the record's passes never compiled: added to the
+    site after the card was lent."""
+    data = data or record()
+    rows = _committed(data["compared_with"]["target"])
+    seen = set().union(*(data["found"][stage] for stage in data["stages"]))
+    return sorted(set(rows) - seen)
+
+
+def newer_text(data: dict | None = None) -> str:
+    names = newer(data)
+    if not names:
+        return "none"
+    return f"{len(names)}: " + ", ".join(f"“{n}”" for n in names)
 
 
 def _software(data: dict) -> str:
@@ -249,6 +266,8 @@ def fill(markdown: str) -> str:
             return matmul_text()
         if what == "card":
             return record()["machine"]["name"]
+        if what == "newer":
+            return newer_text()
         if what == "remat table":
             return remat_table()
         if what == "remat said":
