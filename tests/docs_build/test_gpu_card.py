@@ -177,7 +177,9 @@ def test_programs_added_after_the_card_are_named_as_compiled_here_only():
     """scaling.md names the programs the card never compiled; today, the remat page's
     policy steps (and whatever comes after them)."""
     names = card.newer()
-    policies = {f"transformer step, remat {p}" for p in ("dots", "dots_no_batch", "names")}
+    policies = {
+        f"transformer step, remat {p}" for p in ("dots", "dots_no_batch", "names")
+    }
     assert policies <= set(names)
     assert card.newer_text().startswith(f"{len(names)}: ")
     data = copy.deepcopy(card.record())
