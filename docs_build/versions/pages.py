@@ -221,11 +221,19 @@ def state_of(result: dict) -> str:
     return {"works": "runs", "warns": "warns", "raises": "raises"}[result["outcome"]]
 
 
+# Where long code in a row name may break: after a comma or a bracket, and after a dot that a
+# name follows (not inside `...`).
+_BREAK = re.compile(r"([(,]|\.(?=\w))")
+
+
 def _inline(markdown_text: str) -> str:
-    """A probe's title (Markdown whose only markup is code spans) as HTML."""
+    """A probe's title (Markdown whose only markup is code spans) as HTML; its code may break
+    where `_BREAK` says (<wbr/>), as a narrow first column wraps it."""
     parts = markdown_text.split("`")
     return "".join(
-        f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part)
+        f"<code>{_BREAK.sub(r'\1<wbr/>', html.escape(part))}</code>"
+        if i % 2
+        else html.escape(part)
         for i, part in enumerate(parts)
     )
 
@@ -275,13 +283,15 @@ def matrix_cell(row: dict, probe_id: str) -> str:
         reason = row.get("reason", "")
         return f'<td class="vm-none">{_fold(label, [("Why", reason)] if reason else [])}</td>'
     result = row["results"][probe_id]
+    # Each message under the name of what said it, as Python prints it: the exception's
+    # class, or the warning's.
+    warning = result.get("warning", "Warning")
     messages = []
     if result.get("warning_message"):
-        messages.append(("Warning", result["warning_message"]))
+        messages.append((warning, result["warning_message"]))
     if result.get("message"):
-        messages.append(
-            ("Error" if result["outcome"] == "raises" else "Message", result["message"])
-        )
+        said = {"raises": result.get("exception"), "warns": warning}
+        messages.append((said.get(result["outcome"]) or "Message", result["message"]))
     state = state_of(result)
     return f'<td class="vm-{state}">{_fold(_cell_label(result), messages)}</td>'
 

@@ -446,6 +446,13 @@ def test_every_message_is_text_in_a_fold_not_a_hover():
                 assert fold.find("summary") is not None
                 shown = [text_of(par) for par in fold.find("div[@class='vm-message']")]
                 assert [s.split(": ", 1)[1] for s in shown] == said
+                # Each under the name of what said it, as Python prints it.
+                who = [s.split(": ", 1)[0] for s in shown]
+                if result["outcome"] == "raises":
+                    assert who[-1] == result["exception"]
+                    assert who[:-1] == [result.get("warning")] * (len(who) - 1)
+                else:
+                    assert who == [result["warning"]] * len(who)
     assert folds > 100
 
 
