@@ -11,6 +11,8 @@ Pages ask for generated text with HTML comments, which the build replaces before
     <!-- removed: pvary -->
     <!-- changed: axis-types -->
     <!-- added: jax-shard-map -->
+    <!-- state: runs -->              the icon and word of a state (runs, warns, raises), as
+                                      the matrix shows them: the page's key to its colours
     <!-- generated: NAME -->          a whole block: `pip-install`, `matrix-versions`,
                                       `compatibility-api`, `compatibility-old`,
                                       `compatibility-error`
@@ -33,7 +35,7 @@ from docs_build.versions.probes import PROBES, Probe
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 MARKER = re.compile(
-    r"<!-- (version|probe|deprecated|removed|changed|added|generated): ([\w.-]+) -->"
+    r"<!-- (version|probe|deprecated|removed|changed|added|generated|state): ([\w.-]+) -->"
 )
 SHOWN = ("jax", "flax", "optax")
 BY_ID = {p.id: p for p in PROBES}
@@ -204,35 +206,131 @@ def probe_cells(probe_id: str) -> str:
     return f"{now} | {h.deprecated or ''} | {last}"
 
 
+# What a cell of the matrix shows: a colour (extra.css), an icon and a word, so that no state
+# is told by colour alone. The icons are text (U+FE0E asks for the plain glyph, not an emoji).
+STATES = {
+    "runs": ("\u2713", "runs"),
+    "warns": ("\u26a0\ufe0e", "warns"),
+    "raises": ("\u2717", "raises"),
+    "none": ("\u2013", "not probed"),
+}
+
+
+def state_of(result: dict) -> str:
+    """`runs`, `warns` or `raises`: what a probe did, as the matrix colours it."""
+    return {"works": "runs", "warns": "warns", "raises": "raises"}[result["outcome"]]
+
+
+# Where long code in a row name may break: after a comma or a bracket, and after a dot that a
+# name follows (not inside `...`).
+_BREAK = re.compile(r"([(,]|\.(?=\w))")
+
+
+def _inline(markdown_text: str) -> str:
+    """A probe's title (Markdown whose only markup is code spans) as HTML; its code may break
+    where `_BREAK` says (<wbr/>), as a narrow first column wraps it."""
+    parts = markdown_text.split("`")
+    return "".join(
+        f"<code>{_BREAK.sub(r'\1<wbr/>', html.escape(part))}</code>"
+        if i % 2
+        else html.escape(part)
+        for i, part in enumerate(parts)
+    )
+
+
+def state_chip(state: str) -> str:
+    """The icon and word of a state, coloured as the matrix colours it (the page's key)."""
+    icon, word = STATES[state]
+    return (
+        f'<span class="vm-chip vm-{state}"><span class="vm-icon" aria-hidden="true">'
+        f"{icon}</span> {word}</span>"
+    )
+
+
+def _cell_label(result: dict) -> str:
+    """What a cell says, as HTML: the icon, then words (the exception name in code)."""
+    state = state_of(result)
+    icon = f'<span class="vm-icon" aria-hidden="true">{STATES[state][0]}</span> '
+    if state == "raises":
+        text = f'<span class="a11y-hidden">raises </span><code>{html.escape(result["exception"])}</code>'
+        if "warning" in result:
+            text = f"warns, then {text}"
+        return icon + text
+    value = f": {html.escape(str(result['value']))}" if "value" in result else ""
+    return icon + ("warns, runs" if state == "warns" else "runs") + value
+
+
+def _fold(label: str, messages: list[tuple[str, str]]) -> str:
+    """A cell's label, opening onto its messages: a <details> fold, which a click, a tap or
+    Enter on the focused label opens (no hover needed)."""
+    if not messages:
+        return label
+    body = "".join(
+        f'<p><span class="vm-said">{html.escape(kind)}:</span> {html.escape(text)}</p>'
+        for kind, text in messages
+    )
+    return (
+        f'<details class="vm-fold"><summary>{label}</summary>'
+        f'<div class="vm-message">{body}</div></details>'
+    )
+
+
+def matrix_cell(row: dict, probe_id: str) -> str:
+    """One <td> of the matrix: a column that did not run says why; one that did, what the
+    probe did there, with its messages in a fold."""
+    if row["status"] != "probed":
+        label = f'<span class="vm-icon" aria-hidden="true">{STATES["none"][0]}</span> {html.escape(row["status"])}'
+        reason = row.get("reason", "")
+        return f'<td class="vm-none">{_fold(label, [("Why", reason)] if reason else [])}</td>'
+    result = row["results"][probe_id]
+    # Each message under the name of what said it, as Python prints it: the exception's
+    # class, or the warning's.
+    warning = result.get("warning", "Warning")
+    messages = []
+    if result.get("warning_message"):
+        messages.append((warning, result["warning_message"]))
+    if result.get("message"):
+        said = {"raises": result.get("exception"), "warns": warning}
+        messages.append((said.get(result["outcome"]) or "Message", result["message"]))
+    state = state_of(result)
+    return f'<td class="vm-{state}">{_fold(_cell_label(result), messages)}</td>'
+
+
+def columns() -> list[dict]:
+    """The matrix's columns, newest JAX first (by version, whatever order the file holds)."""
+    return sorted(load()["versions"], key=lambda r: _key(r["jax"]), reverse=True)
+
+
 def compatibility_table(group: str) -> str:
-    rows = load()["versions"]
-    header = ["What"] + [f"JAX {r['jax']}" for r in rows]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    """One section of the matrix as an HTML table: a row per probe, named in a header cell
+    that stays in view while the table scrolls sideways (extra.css), and a column per JAX
+    release line, newest first."""
+    rows = columns()
+    head = "".join(f'<th scope="col">JAX {html.escape(r["jax"])}</th>' for r in rows)
+    lines = [
+        '<div class="version-matrix">',
+        "<table>",
+        f'<thead><tr><th scope="col">What</th>{head}</tr></thead>',
+        "<tbody>",
+    ]
     for p in PROBES:
         if p.group != group:
             continue
-        cells = [p.title]
-        for r in rows:
-            if r["status"] != "probed":
-                cells.append(
-                    f'<span title="{hover(r.get("reason", ""))}">{r["status"]}</span>'
-                )
-            else:
-                cells.append(_cell(r["results"][p.id]))
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    table = "\n".join(lines)
-    # md_in_html: the wrapper gives the table the matrix's own styles (extra.css).
-    return f'<div class="version-matrix" markdown>\n\n{table}\n\n</div>'
+        cells = "".join(matrix_cell(r, p.id) for r in rows)
+        lines.append(f'<tr><th scope="row">{_inline(p.title)}</th>{cells}</tr>')
+    lines += ["</tbody>", "</table>", "</div>"]
+    # A raw HTML block: Markdown leaves it as it is (no blank line inside, none needed).
+    return "\n".join(lines)
 
 
 def matrix_versions() -> str:
-    """A table of the releases each column holds, and when the matrix was made."""
+    """A table of the releases each column holds, newest first, and when the matrix was made."""
     data = load()
     lines = [
         "| JAX | Flax | Optax | NumPy | Python | Status |",
         "|---|---|---|---|---|---|",
     ]
-    for r in data["versions"]:
+    for r in columns():
         if r["status"] == "probed":
             pk = r["packages"]
             cells = [
@@ -280,6 +378,10 @@ def fill(markdown: str, where: str) -> str:
                 return pinned()[name]
             if kind == "probe":
                 return probe_cells(name)
+            if kind == "state":
+                if name not in STATES:
+                    raise VersionsError(f"no state {name!r}; known: {sorted(STATES)}")
+                return state_chip(name)
             if kind == "generated":
                 if name not in GENERATED:
                     raise VersionsError(

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tomllib
+import xml.etree.ElementTree as ET
 from html import escape as html_escape
 from pathlib import Path
 
@@ -314,20 +315,172 @@ def test_a_probe_title_is_its_items_joined():
     assert probes.Probe("x", "api", "`one`", lambda: None).items == ("`one`",)
 
 
-def test_the_compatibility_page_shows_every_probe_in_every_column():
-    filled = pages.fill(
+def matrix_tables(markdown_text: str) -> list[ET.Element]:
+    """The matrix's tables in a filled page, parsed (the generator writes well-formed HTML)."""
+    found = re.findall(
+        r'<div class="version-matrix">\n(<table>.*?</table>)\n</div>',
+        markdown_text,
+        re.S,
+    )
+    return [ET.fromstring(table) for table in found]
+
+
+def text_of(element: ET.Element) -> str:
+    return "".join(element.itertext())
+
+
+def filled_compatibility_page() -> str:
+    return pages.fill(
         COMPATIBILITY.read_text(encoding="utf-8"), "guides/compatibility.md"
     )
-    tables = re.findall(
-        r'<div class="version-matrix" markdown>(.*?)</div>', filled, re.S
-    )
+
+
+def test_the_compatibility_page_shows_every_probe_in_every_column():
+    tables = matrix_tables(filled_compatibility_page())
     assert len(tables) == 3
-    rows = [line for t in tables for line in t.splitlines() if line.startswith("| ")]
     columns = len(pages.load()["versions"])
-    body = [r for r in rows if not r.startswith("| What")]
+    body = [tr for t in tables for tr in t.find("tbody")]
     assert len(body) == len(probes.PROBES)
-    for row in body:
-        assert len(cells(row)) == columns + 1, row
+    assert [text_of(tr[0]) for tr in body] == [
+        p.title.replace("`", "")
+        for group in ("api", "old", "error")
+        for p in probes.PROBES
+        if p.group == group
+    ]
+    for tr in body:
+        assert tr[0].tag == "th" and tr[0].get("scope") == "row"
+        assert [c.tag for c in tr[1:]] == ["td"] * columns
+
+
+def test_the_matrix_puts_the_newest_release_first(monkeypatch):
+    """The order comes from the versions themselves, not from where results.json lists them."""
+    shown = [
+        text_of(th)
+        for th in matrix_tables(filled_compatibility_page())[0].find("thead/tr")
+    ]
+    newest_first = sorted(
+        (r["jax"] for r in pages.load()["versions"]),
+        key=lambda v: [int(x) for x in v.split(".")],
+        reverse=True,
+    )
+    assert shown == ["What"] + [f"JAX {v}" for v in newest_first]
+    assert shown[1] == f"JAX {pages.pinned()['jax']}"
+    # Listed in any order, the columns still come newest first (0.10 after 0.9 by number).
+    fake_results(monkeypatch, ["works"] * 7)
+    data = {**pages.load(), "generated": "2026-01-01"}
+    monkeypatch.setattr(pages, "load", lambda: data)
+    for row in data["versions"]:
+        row["packages"].update(optax="0.2.0", numpy="2.0.0")
+        row["python"] = "3.12"
+    data["versions"].reverse()
+    data["versions"].insert(3, data["versions"].pop())
+    header = ET.fromstring(
+        re.search(r"<table>.*</table>", pages.compatibility_table("old"), re.S)[0]
+    ).find("thead/tr")
+    assert [text_of(th) for th in header][1:] == [
+        f"JAX 0.{n}.0" for n in (10, 9, 8, 7, 6, 5, 4)
+    ]
+    versions = pages.matrix_versions().splitlines()[2:9]
+    assert [line.split(" | ")[0] for line in versions] == [
+        f"| 0.{n}.0" for n in (10, 9, 8, 7, 6, 5, 4)
+    ]
+
+
+def test_every_cell_says_its_state_in_colour_icon_and_word():
+    """Never colour alone: each cell's class (its colour, extra.css) goes with an icon and a
+    word or exception name that say the same."""
+    rows = pages.columns()
+    seen = set()
+    for table in matrix_tables(filled_compatibility_page()):
+        for tr in table.find("tbody"):
+            title = text_of(tr[0])
+            p = next(p for p in probes.PROBES if p.title.replace("`", "") == title)
+            for row, td in zip(rows, tr[1:], strict=True):
+                result = row["results"][p.id]
+                state = {"works": "runs", "warns": "warns", "raises": "raises"}[
+                    result["outcome"]
+                ]
+                seen.add(state)
+                assert td.get("class") == f"vm-{state}"
+                label = td.find("details/summary")
+                label = td if label is None else label
+                icon = label.find("span[@class='vm-icon']")
+                assert icon.get("aria-hidden") == "true"
+                assert text_of(icon) == pages.STATES[state][0]
+                words = text_of(label).replace(text_of(icon), "", 1).strip()
+                if state == "raises":
+                    prefix = "warns, then " if "warning" in result else ""
+                    assert words == f"{prefix}raises {result['exception']}"
+                    assert label.find("code").text == result["exception"]
+                else:
+                    word = "runs" if state == "runs" else "warns, runs"
+                    value = f": {result['value']}" if "value" in result else ""
+                    assert words == word + value
+    assert seen == {"runs", "warns", "raises"}
+
+
+def test_every_message_is_text_in_a_fold_not_a_hover():
+    """A message is in the page as text, in a <details> fold that a click, a tap or Enter
+    opens; nothing hides in a `title` that only a mouse can show."""
+    filled = filled_compatibility_page()
+    matrix = "".join(
+        re.findall(r'<div class="version-matrix">.*?</div>\n', filled, re.S)
+    )
+    assert "title=" not in matrix
+    rows = pages.columns()
+    folds = 0
+    for table in matrix_tables(filled):
+        for tr in table.find("tbody"):
+            p = next(
+                p for p in probes.PROBES if p.title.replace("`", "") == text_of(tr[0])
+            )
+            for row, td in zip(rows, tr[1:], strict=True):
+                result = row["results"][p.id]
+                said = [result.get(k) for k in ("warning_message", "message")]
+                said = [m for m in said if m]
+                fold = td.find("details")
+                if not said:
+                    assert fold is None
+                    continue
+                folds += 1
+                assert fold.find("summary") is not None
+                shown = [text_of(par) for par in fold.find("div[@class='vm-message']")]
+                assert [s.split(": ", 1)[1] for s in shown] == said
+                # Each under the name of what said it, as Python prints it.
+                who = [s.split(": ", 1)[0] for s in shown]
+                if result["outcome"] == "raises":
+                    assert who[-1] == result["exception"]
+                    assert who[:-1] == [result.get("warning")] * (len(who) - 1)
+                else:
+                    assert who == [result["warning"]] * len(who)
+    assert folds > 100
+
+
+def test_a_column_that_did_not_run_says_why_in_a_fold(monkeypatch):
+    fake_results(monkeypatch, ["works", "raises"])
+    pages.load()["versions"].append(
+        {
+            "jax": "0.9.0",
+            "status": "not installable here",
+            "reason": "needs Python 3.14",
+        }
+    )
+    table = ET.fromstring(
+        re.search(r"<table>.*</table>", pages.compatibility_table("api"), re.S)[0]
+    )
+    first = table.find("tbody/tr")[1]  # newest first: the column that did not run
+    assert first.get("class") == "vm-none"
+    assert text_of(first.find("details/summary")).endswith("not installable here")
+    assert text_of(first.find("details/div")) == "Why: needs Python 3.14"
+
+
+def test_the_key_shows_each_state_as_the_cells_do():
+    for state, (icon, word) in pages.STATES.items():
+        chip = ET.fromstring(pages.fill(f"<!-- state: {state} -->", "p"))
+        assert chip.get("class") == f"vm-chip vm-{state}"
+        assert text_of(chip) == f"{icon} {word}"
+    with pytest.raises(pages.VersionsError, match="no state 'nope'"):
+        pages.fill("<!-- state: nope -->", "p")
 
 
 def test_release_lines_take_the_latest_patch_and_resolve_at_the_next_line():
