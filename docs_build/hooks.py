@@ -21,6 +21,7 @@ from mkdocs.exceptions import PluginError
 from docs_build import (
     errorindex,
     explorer,
+    home,
     notebook_toc,
     notebooks,
     outputs,
@@ -36,6 +37,8 @@ _first_shown: dict[
     str, str
 ] = {}  # `file:section` -> the first page (nav order) showing it
 _reading_order: list[str] = []  # the pages of the navigation, in order
+# the navigation's sections, in order: each title with its pages (for the home page's path)
+_sections: list[tuple[str, list[str]]] = []
 
 
 def on_config(config):
@@ -83,6 +86,11 @@ def on_nav(nav, config, files):
     """Note, for each included section, the first page in reading order that shows it."""
     _first_shown.clear()
     _reading_order[:] = [page.file.src_uri for page in nav.pages]
+    _sections[:] = [
+        (item.title, [p.file.src_uri for p in item.children if p.is_page])
+        for item in nav.items
+        if item.is_section
+    ]
     for page in nav.pages:
         text = Path(page.file.abs_src_path).read_text(encoding="utf-8")
         for _, targets in python_fences_with_includes(text.split("\n")):
@@ -157,6 +165,7 @@ def on_page_markdown(markdown, page, config, files):
         markdown = tpu_pages.fill(markdown)
         markdown = explorer.fill(markdown)
         markdown = planner_page.fill(markdown)
+        markdown = home.fill(markdown, _sections, page.file.src_uri)
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)
@@ -164,6 +173,7 @@ def on_page_markdown(markdown, page, config, files):
         errorindex.ErrorIndexError,
         version_pages.VersionsError,
         tpu_pages.CompiledResultsError,
+        home.HomeError,
     ) as err:
         raise PluginError(str(err)) from None
     if blocks and not notebooks.needs_the_repository(blocks):
@@ -172,13 +182,18 @@ def on_page_markdown(markdown, page, config, files):
             page.file.src_uri, config.repo_url or "", from_notebook=False
         )
         note = f'<p class="notebook-links" markdown>{links}</p>\n\n{note}'
-    if note:
+    if note and NOTES in markdown:
+        markdown = markdown.replace(NOTES, note)
+    elif note:
         title, _, rest = markdown.partition("\n")
         markdown = f"{title}\n\n{note}\n{rest}"
     return markdown
 
 
 COMPATIBILITY = "guides/compatibility.md"
+# Where a page wants its notebook links and its "Needs JAX ..." note, if not under its title:
+# the home page keeps its first screen for its example and its path.
+NOTES = "<!-- page notes -->"
 
 
 def place_output(lines: list[str], block: outputs.Block, shown: str) -> list[str]:
@@ -276,6 +291,21 @@ def on_page_content(html, page, config, files):
     if is_notebook(page):
         return notebook_toc.unique_heading_ids(html)
     return html
+
+
+# The navigation of every page, as the theme writes it: its template leaves a blank line for
+# each tag it skips, about 4 KB a page and more with each section. No <pre> is inside it.
+_NAVIGATION = re.compile(
+    r'(<div class="md-sidebar md-sidebar--primary".*?)'
+    r'(?=<div class="md-sidebar md-sidebar--secondary")',
+    re.S,
+)
+
+
+def on_post_page(output, page, config):
+    return _NAVIGATION.sub(
+        lambda m: re.sub(r"\n[ \t]*(?=\n)", "", m[1]), output, count=1
+    )
 
 
 def on_page_context(context, page, config, nav):

@@ -200,7 +200,7 @@ def build(
     )
     parts = [
         f"{lines[0]}\n\n"
-        f"This notebook is [a page]({site_url.rstrip('/')}/{rel[:-3]}/) of "
+        f"This notebook is [a page]({site_url.rstrip('/')}/{url_dir(rel)}) of "
         f"*Sharding in JAX, run and tested*, generated from the same tested code. "
         f"{links_markdown(rel, repo_url, from_notebook=True)}\n",
     ]

@@ -236,7 +236,9 @@ def test_notebook_pages_are_marked_up_like_the_guide_pages(built_site):
     script or per-cell copy icon."""
     for path in sorted((outputs.DOCS / "notebooks").rglob("*.ipynb")):
         rel = path.relative_to(outputs.DOCS / "notebooks").with_suffix("")
-        html = (built_site / "notebooks" / rel / "index.html").read_text("utf-8")
+        # served where its page would be: the home page's notebooks/index.ipynb at notebooks/
+        served = notebooks.url_dir(f"notebooks/{rel.as_posix()}.ipynb")
+        html = (built_site / served / "index.html").read_text("utf-8")
         article = html[html.index("<article") : html.index("</article>")]
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         code = [c for c in cells if c["cell_type"] == "code"]
