@@ -282,6 +282,25 @@ def is_notebook(page) -> bool:
     return page.file.src_uri.startswith("notebooks/")
 
 
+# A code block as Material writes it, and an annotation marker comment inside one.
+_CODE_BLOCK = re.compile(r'<div class="language-\w+ highlight">.*?</pre></div>', re.S)
+_MARKER = re.compile(r'[ \t]*<span class="c1">#[ \t]*\(\d+\)!</span>')
+
+
+def drop_unlisted_markers(html: str) -> str:
+    """A section included without the annotation list that explains its `# (1)!` markers
+    (a setup fold that reuses another page's code) would show the markers as comments,
+    and the copy button would copy them: they go. A block followed by its list keeps them
+    for Material to turn into annotations."""
+
+    def one(match: re.Match) -> str:
+        if html[match.end() :].lstrip().startswith("<ol>"):
+            return match[0]
+        return _MARKER.sub("", match[0])
+
+    return _CODE_BLOCK.sub(one, html)
+
+
 def on_page_content(html, page, config, files):
     # Exception messages in output blocks wrap on a narrow screen; other output keeps its
     # lines (docs_build.prose).
@@ -303,6 +322,9 @@ _NAVIGATION = re.compile(
 
 
 def on_post_page(output, page, config):
+    # On the written page: applied in on_page_content, a setup fold's code was written
+    # with its markers all the same (seen on the mixed-precision page).
+    output = drop_unlisted_markers(output)
     return _NAVIGATION.sub(
         lambda m: re.sub(r"\n[ \t]*(?=\n)", "", m[1]), output, count=1
     )
