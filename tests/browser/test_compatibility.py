@@ -74,20 +74,35 @@ AXE_RUN = """async () => (await axe.run(document, {resultTypes: ["violations"]})
                            target: v.nodes[0].target.join(' ')}))"""
 
 
-@pytest.fixture(params=[1366, 390], ids=lambda w: f"{w}px")
-def width(request):
+# Every push: the desktop in light and the phone in dark; daily: the other two.
+VIEWS = [
+    pytest.param((1366, "light"), id="1366px-light"),
+    pytest.param((390, "dark"), id="390px-dark"),
+    pytest.param((1366, "dark"), id="1366px-dark", marks=pytest.mark.daily),
+    pytest.param((390, "light"), id="390px-light", marks=pytest.mark.daily),
+]
+
+
+@pytest.fixture(params=VIEWS)
+def view(request):
     return request.param
 
 
-@pytest.fixture(params=["light", "dark"])
-def matrix_page(request, browser, base_url, width):
+@pytest.fixture
+def width(view):
+    return view[0]
+
+
+@pytest.fixture
+def matrix_page(view, browser, base_url):
+    width, scheme = view
     context = browser.new_context(
         viewport={"width": width, "height": 900 if width > 1000 else 844},
-        color_scheme=request.param,
+        color_scheme=scheme,
     )
     page, seen = visit(context, base_url + PATH, wait="load")
     page.wait_for_timeout(300)  # Material wraps the tables; a11y.js names what scrolls
-    assert scheme_of(page) == {"light": "default", "dark": "slate"}[request.param]
+    assert scheme_of(page) == {"light": "default", "dark": "slate"}[scheme]
     yield page
     assert seen.foreign == seen.failed == seen.console_errors == []
     context.close()

@@ -261,8 +261,15 @@ DRAWN = """() => {
 }"""
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize(
+    ("width", "scheme"),
+    [
+        (1366, "light"),
+        (390, "dark"),
+        pytest.param(1366, "dark", marks=pytest.mark.daily),
+        pytest.param(390, "light", marks=pytest.mark.daily),
+    ],
+)
 def test_the_default_draws_a_wide_array_split_both_ways_and_its_move(
     browser, base_url, width, scheme
 ):
