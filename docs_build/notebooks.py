@@ -99,7 +99,11 @@ def _prose(text: str, page: str, site_url: str) -> str:
     # Jupyter would print it.
     text = HEADING_ATTRS.sub(r"\1", text)
     for line in text.split("\n"):
-        if m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
+        if m := re.match(r'^\?\?\?\s+measured\s+"(.*)"\s*$', line):
+            # "How this was measured" stays a closed fold in the notebook too.
+            out.append(f'<details class="measured"><summary>{m.group(1)}</summary>\n')
+            box = "fold"
+        elif m := re.match(r"^(!!!|\?\?\?\+?)\s+\w+(?:\s+\"(.*)\")?\s*$", line):
             out.append(f"> **{m.group(2) or 'Note'}**")
             box = "quote"
         elif m := re.match(r'^===\s+"(.*)"\s*$', line):
@@ -112,8 +116,12 @@ def _prose(text: str, page: str, site_url: str) -> str:
             # The blank line that ended a box is the quote's end, not a line of it.
             if box == "quote" and out and out[-1] == ">":
                 out[-1] = ""
+            if box == "fold":
+                out += ["</details>", ""]
             box = None
             out.append(line)
+    if box == "fold":
+        out.append("</details>")
     prose = re.sub(
         r"\n{3,}", "\n\n", "\n".join(out)
     )  # jupytext splits cells at 2 blanks

@@ -34,7 +34,7 @@ RECORD = RESULTS / "gpu_card.json"
 REMAT_RECORD = RESULTS / "gpu_card_remat.json"
 MARKER = re.compile(r"<!-- gpu-card: ([^>]+?) -->")
 STAGES = {
-    "file spec": "the committed spec file, one node of 8, as `nox -s gpu` compiles",
+    "file spec": "the committed spec file, one node of 8, as this site compiles them",
     "card spec": "the card's own spec, read from the GPU, one node of 8",
     "8 nodes": "the committed spec file, as 8 nodes of one GPU each",
 }
@@ -129,13 +129,13 @@ def compiles_table(data: dict | None = None) -> str:
     machine = data["machine"]
     caption = (
         f"The {data['compared_with']['target']} programs of this site, compiled again on a "
-        f"machine with one {machine['name']} (driver {machine['driver']}, "
-        f"{_software(data)}, {machine['date']}) and compared with those compiled here "
+        f"machine with one {machine['name']} and compared with those compiled here "
         "without a card. None of these passes ran the programs or autotuned them."
     )
+    how = f"On the card: driver {machine['driver']}, {_software(data)}, {machine['date']}."
     from docs_build.compiled.pages import _boxed  # pages fills this module's markers
 
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, how)
 
 
 def oom_block(which: str, data: dict | None = None) -> str:
@@ -223,12 +223,14 @@ def remat_table(data: dict | None = None) -> str:
     caption = (
         f"The transformer step ({_remat_size(data)}) on one {', '.join(sorted(device))}, "
         f"each policy in a process of its own: the median of {data['timed']} timed steps "
-        f"after {data['warm']}, and the allocator's peak after them "
-        f"(jax {versions['jax']} with {plugin} {versions[plugin]}, {data['generated']})."
+        f"after {data['warm']}, and the allocator's peak after them."
+    )
+    how = (
+        f"jax {versions['jax']} with {plugin} {versions[plugin]}, {data['generated']}."
     )
     from docs_build.compiled.pages import _boxed  # pages fills this module's markers
 
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, how)
 
 
 def remat_said(data: dict | None = None) -> str:

@@ -290,11 +290,13 @@ def hide_table(data: dict | None = None) -> str:
         "At peak: the published dense peak for that width. A lower-bound model, not a "
         "measurement: every link busy, every FLOP at peak, nothing else in the way. Last "
         "column: (N - 1)/N · width · peak / (2 · link rate), the rows per device at which "
-        f"the two times are equal. Published figures (docs_build/costmodel.py): {sources}."
+        f"the two times are equal. Published figures: {sources}."
     )
     from docs_build.compiled.pages import _boxed
 
-    return _boxed(lines, caption)
+    return _boxed(
+        lines, caption, "The published figures are data in docs_build/costmodel.py."
+    )
 
 
 def fill(markdown: str) -> str:

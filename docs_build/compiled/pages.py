@@ -150,6 +150,22 @@ def _where(data: dict, targets=None) -> str:
     return f"Compiled ahead of time by JAX {jax} " + ", ".join(said) + nothing
 
 
+def _compiled(data: dict, targets=None) -> str:
+    """Where a table's figures come from, for its one-sentence caption: the targets'
+    families, compiled ahead of time, and that no TPU or GPU ran them (versions go in
+    the fold, `_where`)."""
+    shown = {family_of(t) for t in (targets or data["targets"])}
+    names = [
+        name
+        for family, name in (("cpu", "CPU"), ("tpu", "TPU"), ("gpu", "GPU"))
+        if family in shown
+    ]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    hardware = " or a ".join(n for n in names if n != "CPU")
+    nothing = f"; nothing ran on a {hardware}" if hardware else ""
+    return f"compiled ahead of time for {listed}{nothing}"
+
+
 def _model(data: dict, strategies=STRATEGIES) -> str:
     m = data["model"]
     said = []
@@ -167,13 +183,27 @@ def _model(data: dict, strategies=STRATEGIES) -> str:
     return "; ".join(said)
 
 
-def _boxed(lines: list[str], caption: str) -> str:
-    """A generated table and its caption, kept out of the search index (the prose names
-    what it shows)."""
+MEASURED = "How this was measured"
+
+
+def measured(how: str) -> str:
+    """A closed fold under a table or figure: how its figures were made, with the build's
+    files, sessions, package versions and tolerances, out of the reader's way."""
+    return (
+        f'<details class="measured" data-search-exclude markdown>\n<summary>{MEASURED}</summary>\n\n'
+        f"{how}\n\n</details>\n"
+    )
+
+
+def _boxed(lines: list[str], caption: str, how: str = "") -> str:
+    """A generated table, its one-sentence caption (what it shows, where its figures come
+    from) and the fold saying how they were made, kept out of the search index (the prose
+    names what it shows)."""
     rows = "\n".join(lines)
+    fold = f"{measured(how)}\n" if how else ""
     return (
         f'<div class="tpu-costs" data-search-exclude markdown>\n\n{rows}\n\n'
-        f"<small>{caption}</small>\n\n</div>\n"
+        f"<small>{caption}</small>\n\n{fold}</div>\n"
     )
 
 
@@ -212,14 +242,17 @@ def _table(data: dict, targets: list[str]) -> str:
             f"| {ROW_LABEL.get(strategy, strategy)} | " + " | ".join(cells) + " |"
         )
     caption = (
-        f"{_model(data)}. **Bold**: MiB sent "
-        "per device per step, by the ring model, over every collective the compiled program "
-        "runs (a collective in a loop counted once per trip), read from the compiled "
-        "program by the site's HLO reader, then the collectives. Meshes over N devices: "
-        f"data N; model N; 2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data, targets)}"
+        f"{_model(data)}. In **bold** the MiB each device sends per step, then the "
+        f"collectives, {_compiled(data, targets)}."
+    )
+    how = (
+        "Bytes sent by the ring model, over every collective the compiled program runs "
+        "(a collective in a loop counted once per trip), read from the compiled program by "
+        "the site's HLO reader (docs_build/hlo.py). Meshes over N devices: data N; model N; "
+        f"2-D data N/4 \u00d7 model 4; pipeline stage N. {_where(data, targets)}"
     )
     # Data, out of the search index like every generated output: the prose names it.
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, how)
 
 
 def compare_table(named: str, data: dict | None = None) -> str:
@@ -258,13 +291,17 @@ def compare_table(named: str, data: dict | None = None) -> str:
         else "parameters, Adam's moments, the batch"
     )
     caption = (
-        f"{_model(data, strategies)}. Sent: MiB per step by the ring model, over every "
-        "collective of the compiled program (docs_build/hlo.py). State: the step's "
-        f"arguments ({held}); temporaries and peak: the compiler's "
-        "memory_analysis(). The CPU backend's peak figure reads below its own temporaries, "
-        f"so it is not shown. {_where(data)}"
+        f"{_model(data, strategies)}. What each device sends per step and the memory it "
+        f"holds ({held} as state), from the compiled programs' own analyses, "
+        f"{_compiled(data)}."
     )
-    return _boxed(lines, caption)
+    how = (
+        "Sent: MiB per step by the ring model, over every collective of the compiled "
+        "program (read by docs_build/hlo.py). State: the step's arguments; temporaries "
+        "and peak: the compiler's memory_analysis(). The CPU backend's peak figure reads "
+        f"below its own temporaries, so it is not shown. {_where(data)}"
+    )
+    return _boxed(lines, caption, how)
 
 
 def hybrid_table(data: dict | None = None, family: str | None = None) -> str:
@@ -343,17 +380,22 @@ def hybrid_table(data: dict | None = None, family: str | None = None) -> str:
             "a ring over it sends part of them over NVLink."
         )
     caption = (
-        f"{_model(data, ['FSDP'])}, over several {over}: the batch split over both mesh "
-        'axes; FSDP splits the weights over each one\'s own devices ("data") and keeps a '
-        "copy per slice or node. Bold: MiB sent per device per step by the ring model. "
+        f"{_model(data, ['FSDP'])}, over several {over} (the batch split over both mesh "
+        'axes, the weights over each one\'s own devices, "data"): MiB sent within and '
+        "between them, beside the formula 2(S \u2212 1)/S \u00b7 P/n for S slices or nodes "
+        "of n devices (**bold** where the compiled program departs from it), and the least "
+        "time that sending takes at published link rates, "
+        f"{_compiled(data, list(hybrid['targets']))}."
+    )
+    fold = (
+        "Bytes sent per device per step by the ring model. "
         + " ".join(how)
-        + " Formula: 2(S \u2212 1)/S \u00b7 P/n for S slices or nodes of n devices "
-        "(docs_build/costmodel.py); **bold** where the compiled program departs from it. "
+        + " The formula is the site's cost model (docs_build/costmodel.py). "
         "Times: the bytes over what one device can send "
         f"({speeds}); a floor, not a measurement. "
         f"{_where(data, list(hybrid['targets']))}"
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, fold)
 
 
 def approaches_table(data: dict | None = None) -> str:
@@ -379,10 +421,11 @@ def approaches_table(data: dict | None = None) -> str:
         lines.append(f"| {approach} | " + " | ".join(cells) + " |")
     caption = (
         "The layer of this page (x of 32, W of 32 \u00d7 4, x and W's rows split over 8 "
-        "devices), compiled as written above, per device: each collective, the bytes of its "
-        f"result and the bytes each device sends by the ring model. {_where(data, targets)}"
+        "devices), as written above, per device: each collective, the bytes of its "
+        "result and the bytes each device sends by the ring model, "
+        f"{_compiled(data, targets)}."
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, _where(data, targets))
 
 
 def advanced_program(target: str, name: str, data: dict | None = None) -> dict:
@@ -444,14 +487,17 @@ def programs_table(names: str, data: dict | None = None) -> str:
                 f"{_overlap(p)} |"
             )
     caption = (
-        "Per device, per call. Sent: by the ring model, over every collective. The last "
-        "column lists, for each asynchronous collective in the order the compiled program "
-        "starts them, how many matrix multiplications the compiler scheduled between its "
-        "start and its done (work the chip can do while the data travels; "
-        f"docs_build/hlo.py's `in_flight`). {_where(data)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        "Per device and per call, the collectives, the bytes they send and, for each "
+        "asynchronous one, the matrix multiplications the compiler scheduled while it is in "
+        f"flight (work the chip can do while the data travels), {_compiled(data)}."
     )
-    return _boxed(lines, caption)
+    how = (
+        "Sent: by the ring model, over every collective. Last column: for each "
+        "asynchronous collective in the order the compiled program starts them, the "
+        "matmuls between its start and its done (docs_build/hlo.py's `in_flight`). "
+        f"{_where(data)} Sizes: docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption, how)
 
 
 def _advanced_rows(names: str, data: dict, row) -> list[str]:
@@ -483,11 +529,13 @@ def work_table(names: str, data: dict | None = None) -> str:
         ),
     ]
     caption = (
-        "Per device, per call. Flops: the compiled program's cost_analysis(). Sent: by the "
-        f"ring model, over every collective. {_where(data)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        "Per device and per call, the floating-point operations the compiler counted "
+        "(cost_analysis()) and the bytes sent by the ring model over every collective, "
+        f"{_compiled(data)}."
     )
-    return _boxed(lines, caption)
+    return _boxed(
+        lines, caption, f"{_where(data)} Sizes: docs_build/compiled/advanced.py."
+    )
 
 
 def dtype_bytes(p: dict) -> dict[tuple[str, str], float]:
@@ -549,11 +597,12 @@ def dtypes_table(names: str, data: dict | None = None) -> str:
     if other:
         raise CompiledResultsError(f"collectives in {sorted(other)}: add a column")
     caption = (
-        "Per device, per call: the bytes each kind of collective sends by the ring model, "
-        f"split by the dtype it carries. {_where(data)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        "Per device and per call, the bytes each kind of collective sends by the ring "
+        f"model, split by the dtype it carries, {_compiled(data)}."
     )
-    return _boxed(lines, caption)
+    return _boxed(
+        lines, caption, f"{_where(data)} Sizes: docs_build/compiled/advanced.py."
+    )
 
 
 def dtypes_said(name: str, data: dict | None = None) -> str:
@@ -618,13 +667,14 @@ def memory_table(names: str, data: dict | None = None) -> str:
         for gap, targets in sorted(gaps.items())
     )
     caption = (
-        "Per device, from the compiled program's memory_analysis(). State: the formula above "
+        f"Per device, from the compiled program's memory_analysis(), {_compiled(data)}. "
+        "State: the formula above "
         "against the bytes the program writes back into its donated state (compiled less "
         f"formula: {said}). Temporaries: every other buffer the program allocates. Peak: the "
-        f"backend's own peak_memory_in_bytes. {_where(data)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        "backend's own peak_memory_in_bytes."
     )
-    return _boxed(lines, caption)
+    how = f"{_where(data)} Sizes: docs_build/compiled/advanced.py."
+    return _boxed(lines, caption, how)
 
 
 GIB = 2**30
@@ -664,12 +714,12 @@ def needed_table(data: dict | None = None) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     caption = (
         "GiB per device: arguments + outputs - aliased + temporaries, from the compiled "
-        "program's memory_analysis(); temporaries alone in brackets. Refused: the compiler "
+        f"program's memory_analysis(), {_compiled(data)}; temporaries alone in brackets. Refused: the compiler "
         "stopped with RESOURCE_EXHAUSTED, and the figures are its own, what the program "
         "needed and the memory the chip has. The TPU compiler keeps some buffers in on-chip "
-        f"memory, which these figures do not count. {_where(data)}"
+        "memory, which these figures do not count."
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, _where(data))
 
 
 HBM_OOM = re.compile(r"\(([\d.]+G)\) exceeds available HBM \(([\d.]+G)\)")
@@ -757,9 +807,9 @@ def remat_table(data: dict | None = None) -> str:
         )
     caption = (
         "Per device: the temporaries of the step with FSDP less those of the same step with "
-        f"remat, from each compiled program's memory_analysis(). {_where(data)}"
+        f"remat, from each compiled program's memory_analysis(), {_compiled(data)}."
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, _where(data))
 
 
 def remat_policy_programs() -> dict[str, str]:
@@ -798,13 +848,13 @@ def policy_table(data: dict | None = None) -> str:
             )
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     caption = (
-        "Per device, per step: temporaries / peak from the compiled program's "
-        "memory_analysis(), and its floating-point operations from cost_analysis() "
-        "relative to the step without remat, where the backend reports them. The "
-        f"transformer page's step at the compiled size. {_where(data, targets)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        "The transformer page's step, per device: temporaries / peak from the compiled "
+        "program's memory_analysis(), and its floating-point operations from "
+        "cost_analysis() relative to the step without remat, where the backend reports "
+        f"them, {_compiled(data, targets)}."
     )
-    return _boxed(lines, caption)
+    how = f"{_where(data, targets)} Sizes: docs_build/compiled/advanced.py."
+    return _boxed(lines, caption, how)
 
 
 MODEL_TABLE = "<!-- tpu-model -->"
@@ -851,16 +901,19 @@ def _model_table(data: dict, targets: list[str]) -> str:
             label = ROW_LABEL.get(strategy, strategy)
             lines.append(f"| {label} | {target} | {state} | {temp} | {wire} | {said} |")
     caption = (
-        "The cost model (docs_build/costmodel.py) against the compiled programs of the table "
-        "above. State: parameters, Adam's two moments and the device's share of the batch, "
-        "against memory_analysis()'s argument bytes. Temporaries: memory_analysis()'s "
-        "temporary buffers, against a formula where one holds (\u2014: none does). Sent: the "
-        "ring model under the plan the compiler chose, against the HLO reader. **Bold**: a plan other than the one the "
-        "training pages teach (weights gathered in f32, gradients reduce-scattered; f32 "
-        f"activations between stages). Every formula is within {cm.TOLERANCE:.1%} of its "
-        "compiled figure (tests/docs_build/test_costmodel.py)."
+        "The site's cost model against the compiled programs of the table above, per "
+        "device; **bold**: a plan other than the one the training pages teach (weights "
+        "gathered in f32, gradients reduce-scattered; f32 activations between stages)."
     )
-    return _boxed(lines, caption)
+    how = (
+        "The cost model is docs_build/costmodel.py. State: parameters, Adam's two moments "
+        "and the device's share of the batch, against memory_analysis()'s argument bytes. "
+        "Temporaries: memory_analysis()'s temporary buffers, against a formula where one "
+        "holds (\u2014: none does). Sent: the ring model under the plan the compiler chose, "
+        "against the HLO reader. Every formula is within "
+        f"{cm.TOLERANCE:.1%} of its compiled figure (tests/docs_build/test_costmodel.py)."
+    )
+    return _boxed(lines, caption, how)
 
 
 def specs_table() -> str:
@@ -891,10 +944,10 @@ def specs_table() -> str:
         "What XLA compiled each GPU target for, from the card's spec file (SMs, device "
         "memory, memory bandwidth; the compiler's scheduler and rematerialization budget "
         "against this memory), and the link speeds the pages turn bytes into time with: "
-        "NVLink within a node and the network between nodes, per GPU, in one direction. "
-        "Sources (the last column links them): " + "; ".join(sources) + "."
+        "NVLink within a node and the network between nodes, per GPU, in one direction, "
+        "from NVIDIA's published figures (the last column links them)."
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, "Sources: " + "; ".join(sources) + ".")
 
 
 def options_table(data: dict | None = None) -> str:
@@ -933,10 +986,10 @@ def options_table(data: dict | None = None) -> str:
         "result of each collective of a kilobyte or more, per device. Last column: for each "
         "asynchronous collective in the order the program starts them, how many matrix "
         "multiplications the compiler scheduled between its start and its done. The "
-        f"options, passed to `compile(compiler_options=...)`: {options}. "
-        f"{_where(data, list(data['options']['targets']))}"
+        f"options, passed to `compile(compiler_options=...)`: {options}. Compiled ahead "
+        "of time; nothing ran on a GPU."
     )
-    return _boxed(lines, caption)
+    return _boxed(lines, caption, _where(data, list(data["options"]["targets"])))
 
 
 def schedule_block(target: str, name: str, data: dict | None = None) -> str:
@@ -1075,10 +1128,13 @@ def time_table(data: dict | None = None) -> str:
         "direction (a GPU collective whose group spans two nodes counts whole under "
         "InfiniBand). Step at least: the largest of these, as if "
         "everything overlapped; with no overlap the step takes their sum. MFU bound: "
-        "compute over that least step time. Published figures (docs_build/costmodel.py): "
-        f"{sources}. {_where(data, [t for t in data['targets'] if family_of(t) != 'cpu'])}"
+        "compute over that least step time."
     )
-    return _boxed(lines, caption)
+    how = (
+        f"Published figures (docs_build/costmodel.py): {sources}. "
+        f"{_where(data, [t for t in data['targets'] if family_of(t) != 'cpu'])}"
+    )
+    return _boxed(lines, caption, how)
 
 
 def threshold_rows(devices: int, data: dict | None = None) -> dict[str, float]:
