@@ -42,7 +42,9 @@ def with_constraint(x: jax.Array, mesh: Mesh) -> jax.Array:
 
 
 # --8<-- [start:running-totals]
-def running_totals(mesh: Mesh, spec: P) -> Callable[[jax.Array], jax.Array]:
+def running_totals(
+    mesh: jax.sharding.Mesh, spec: P
+) -> Callable[[jax.Array], jax.Array]:
     """Running totals down each column of an (n, m) array, laid out as `spec` first."""
     if set(mesh.axis_types) != {AxisType.Auto}:
         raise ValueError(
