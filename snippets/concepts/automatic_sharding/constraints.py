@@ -4,7 +4,10 @@ Run `python -m snippets.concepts.automatic_sharding.constraints` to print what t
 """
 
 # --8<-- [start:imports]
+from collections.abc import Callable
+
 import jax
+import jax.numpy as jnp
 from jax import P
 from jax.sharding import AxisType, NamedSharding
 
@@ -36,6 +39,51 @@ def with_constraint(x: jax.Array, mesh: Mesh) -> jax.Array:
     shares = show(normalize_whole_rows, x)
     # --8<-- [end:with-constraint]
     return shares
+
+
+# --8<-- [start:running-totals]
+def running_totals(
+    mesh: jax.sharding.Mesh, spec: P
+) -> Callable[[jax.Array], jax.Array]:
+    """Running totals down each column of an (n, m) array, laid out as `spec` first."""
+    if set(mesh.axis_types) != {AxisType.Auto}:
+        raise ValueError(
+            f"The mesh has axis types {mesh.axis_types}; P.UNCONSTRAINED needs "
+            "Auto axes (on Explicit axes the type must say every sharding)."
+        )
+    if not isinstance(spec, P) or len(spec) != 2 or spec[0] is not None:
+        raise ValueError(
+            f"spec must be P(None, ...): the columns are summed down dimension 0, "
+            f"which must be whole on each device; got {spec!r}."
+        )
+    constraint = NamedSharding(mesh, spec)
+
+    def totals(a):
+        a = jax.lax.with_sharding_constraint(a, constraint)
+        return jnp.cumsum(a, axis=0)
+
+    return totals
+
+
+# --8<-- [end:running-totals]
+
+
+def unconstrained(x: jax.Array, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    # --8<-- [start:unconstrained]
+    both_whole = show(running_totals(mesh, P(None, None)), x)
+    columns_free = show(running_totals(mesh, P(None, P.UNCONSTRAINED)), x)  # (1)!
+    # --8<-- [end:unconstrained]
+    return both_whole, columns_free
+
+
+def unconstrained_out_shardings(x: jax.Array, mesh: Mesh) -> None:
+    # --8<-- [start:unconstrained-out]
+    free = NamedSharding(mesh, P(None, P.UNCONSTRAINED))
+    try:
+        jax.jit(lambda a: 2 * a, out_shardings=free)(x)
+    except ValueError as err:
+        print(f"ValueError: {err}")
+    # --8<-- [end:unconstrained-out]
 
 
 # --8<-- [start:resharding-costs]
@@ -127,6 +175,8 @@ def main() -> None:
     x = propagation.place_input(mesh)
     without_constraint(x)
     with_constraint(x, mesh)
+    unconstrained(x, mesh)
+    unconstrained_out_shardings(x, mesh)
     resharding_table(x)
     device_put_inside_jit(x, mesh)
     reshard_on_auto_axes(x, mesh)

@@ -7,7 +7,7 @@ from jax import P
 from jax.sharding import NamedSharding
 
 from snippets.concepts.automatic_sharding import constraints
-from snippets.hlo import count_collectives
+from snippets.hlo import count_collectives, read_collectives
 
 X = np.arange(32.0).reshape(8, 4)
 
@@ -133,3 +133,60 @@ def test_spmd_axis_name_splits_the_batch_dimension_of_a_constraint(capsys):
         "spmd_axis_name=None: P(None, 'y')",
         "spmd_axis_name='x': P('x', 'y')",
     ]
+
+
+def test_unconstrained_leaves_the_columns_where_they_were(
+    x, auto_mesh, compiled, capsys
+):
+    capsys.readouterr()
+    both_whole, columns_free = constraints.unconstrained(x, auto_mesh)
+    for totals in (both_whole, columns_free):
+        np.testing.assert_array_equal(totals, np.cumsum(X, axis=0))
+    assert both_whole.sharding.is_equivalent_to(NamedSharding(auto_mesh, P()), 2)
+    assert columns_free.sharding.spec == P(None, "y")
+    assert {s.data.shape for s in columns_free.addressable_shards} == {(8, 1)}
+    # P(None, None) gathers along x (groups of 2) and along y (groups of 4); the open
+    # dimension gathers along x only.
+    sizes = [sorted(c.group_size for c in read_collectives(p)) for p in compiled]
+    assert sizes == [[2, 4], [2]]
+    assert all(c.kind == "all-gather" for p in compiled for c in read_collectives(p))
+    assert capsys.readouterr().out.splitlines() == [
+        "output spec: P()",
+        "all-gather          2",
+        "output spec: P(None, 'y')",
+        "all-gather          1",
+    ]
+
+
+def test_unconstrained_is_an_open_dimension_in_the_lowered_program(x, auto_mesh):
+    lowered = jax.jit(constraints.running_totals(auto_mesh, P(None, P.UNCONSTRAINED)))
+    text = lowered.lower(x).as_text()
+    # `{?}`: an open dimension, which propagation may fill; `{}`: whole
+    assert re.search(r"sdy\.sharding_constraint %\w+ <@mesh, \[\{\}, \{\?\}\]>", text)
+
+
+def test_out_shardings_refuse_unconstrained(x, auto_mesh, capsys):
+    capsys.readouterr()
+    constraints.unconstrained_out_shardings(x, auto_mesh)
+    assert capsys.readouterr().out.startswith(
+        "ValueError: Unconstrained dims are not allowed when passed to out_shardings"
+    )
+
+
+def test_explicit_axes_refuse_unconstrained(mesh):
+    explicit = jax.device_put(np.zeros((8, 4)), NamedSharding(mesh, P("x")))
+    message = r"cannot contain `P.UNCONSTRAINED` when no mesh axis_types are `Auto`"
+    with pytest.raises(ValueError, match=message):
+        NamedSharding(mesh, P("x", P.UNCONSTRAINED))
+    with jax.set_mesh(mesh):  # a bare spec, looked up in the mesh in context
+        for move in (jax.lax.with_sharding_constraint, jax.reshard):
+            with pytest.raises(ValueError, match=message):
+                jax.jit(lambda a, m=move: m(a, P("x", P.UNCONSTRAINED)))(explicit)
+    with pytest.raises(ValueError, match=r"needs Auto axes"):
+        constraints.running_totals(mesh, P(None, P.UNCONSTRAINED))
+
+
+@pytest.mark.parametrize("spec", [P("x", None), P(None), ("None", None), P()])
+def test_running_totals_needs_dimension_0_whole(auto_mesh, spec):
+    with pytest.raises(ValueError, match=r"spec must be P\(None, \.\.\.\)"):
+        constraints.running_totals(auto_mesh, spec)

@@ -57,3 +57,36 @@ def test_the_boundary_of_a_shard_map_on_an_auto_mesh_can_add_a_collective(capsys
     )
     with pytest.raises(ValueError, match="does not match the specs of the input"):
         jax.jit(whole_block)(split)
+
+
+def test_the_pointer_to_partial_manual_shard_map_holds():
+    """The page says a body manual over `data` only still gets a collective from the
+    partitioner, and links to where Manual control compiles one: the link's section
+    exists, and its program has one all-reduce of each origin."""
+    import re
+    from pathlib import Path
+
+    import markdown
+
+    from snippets.advanced.manual_control import partial_manual
+
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    said = (docs / "concepts" / "shard-map.md").read_text()
+    link = re.search(r"\(\.\./advanced/manual-control\.md#([\w-]+)\)", said)
+    assert link and 'axis_names={"data"}' in said
+    md = markdown.Markdown(extensions=["toc"])
+    md.convert((docs / "advanced" / "manual-control.md").read_text())
+    ids = set()
+    stack = list(md.toc_tokens)
+    while stack:
+        token = stack.pop()
+        ids.add(token["id"])
+        stack.extend(token["children"])
+    assert link[1] in ids
+    mesh, x, w = partial_manual.build_data()
+    step, _, _ = partial_manual.run_partial(mesh, x, w)
+    found = partial_manual.compiled_axes(step, mesh, x, w)
+    assert sorted((kind, who) for kind, _, _, who in found) == [
+        ("all-reduce", "partitioner"),
+        ("all-reduce", "your code"),
+    ]
