@@ -52,7 +52,13 @@ def pytest_markdown_docs_markdown_it():
 # the persistent cache and takes a third of the time. Files that start subprocesses of their
 # own go first, so the two workers finish together.
 FIRST = ("tests/exercises/test_solutions.py", "tests/training/multi_host/")
-LAST = ("tests/test_site_hooks.py", "tests/test_site_search.py")
+LAST = (
+    "tests/test_site_hooks.py",
+    "tests/test_site_search.py",
+    "tests/test_home.py",
+    "tests/test_build_talk.py",
+    "tests/docs_build/test_markers.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # mark before pytest's -m deselects

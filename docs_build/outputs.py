@@ -575,7 +575,10 @@ def _exec_blocks(spec: Path, result: Path) -> int:
         )
         try:
             with render.capture() as captured:
-                exec(compile(block.source, filename, "exec"), main.__dict__)
+                exec(
+                    compile(block.source, filename, "exec", dont_inherit=True),
+                    main.__dict__,
+                )
                 jax.effects_barrier()
                 for expression in block.draws:
                     captured.add(eval(expression, dict(render.DRAWINGS), main.__dict__))

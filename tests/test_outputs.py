@@ -287,6 +287,17 @@ def test_a_drawing_is_made_from_the_blocks_variables(tmp_path, cache):
 
 
 @pytest.mark.slow
+def test_a_block_runs_without_the_builds_own_future_imports(tmp_path, cache):
+    """A reader's Python evaluates a function's annotations when it is defined: a name
+    missing there fails the paste, so it fails the build too (outputs.py's own
+    `from __future__ import annotations` must not reach the page's code)."""
+    page = write_page(tmp_path, "def f(mesh: Mesh) -> None:\n    pass")
+    with pytest.raises(outputs.SnippetError) as info:
+        outputs.ensure([page])
+    assert "NameError: name 'Mesh' is not defined" in str(info.value)
+
+
+@pytest.mark.slow
 def test_a_failing_block_is_named_with_its_traceback(tmp_path, cache):
     page = write_page(
         tmp_path, "x = 1", "def f():\n    raise ValueError('boom')\n\nf()"

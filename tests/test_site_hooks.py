@@ -498,12 +498,15 @@ def test_search_finds_each_text_once_and_stays_small(built_site):
     every static host (GitHub Pages included) serves JSON gzipped, so the budget is on that.
     It was 250 KB until the takeaways of 31 pages and six new sections (ZeRO, Ulysses, the
     load-balancing loss, the collectives' costs and types, Explicit reshapes) took the index
-    to 252 KB: 275 KB keeps room for one more round of sections, not for another copy."""
+    to 252 KB: 275 KB kept room for one more round of sections. That round (four new pages:
+    mixed precision, remat, pipeline training, overlap; two exercises; UNCONSTRAINED,
+    unreduced and committed arrays; the home page's path) took it to 285 KB on 27 November:
+    300 KB, again one round of room, not another copy."""
     import gzip
     import json
 
     index = built_site / "search" / "search_index.json"
-    assert len(gzip.compress(index.read_bytes())) <= 275_000
+    assert len(gzip.compress(index.read_bytes())) <= 300_000
     entries = json.loads(index.read_text(encoding="utf-8"))["docs"]
     assert not [e for e in entries if e["location"].startswith("notebooks/")]
     seen: dict[str, str] = {}

@@ -44,7 +44,8 @@ def test_the_stylesheet_has_a_dark_colour_for_every_device_colour():
     device colour to a colour of the scheme (extra.css)."""
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text(encoding="utf-8")
     for i, colour in enumerate(render.DEVICE_COLOURS):
-        assert (
-            f'table.per-device [style*="{colour}"] {{ color: var(--device-{i})' in css
-        )
+        # one rule for the tables and the step-flow figures (docs_build.figures)
+        rule = re.escape(f'table.per-device [style*="{colour}"]') + r"[^{]*"
+        assert re.search(rule + re.escape(f"{{ color: var(--device-{i})"), css)
+        assert f'svg.blocks [fill="{colour}"] {{ fill: var(--device-{i}); }}' in css
         assert len(re.findall(rf"--device-{i}: #[0-9a-f]{{6}};", css)) == 2

@@ -43,8 +43,8 @@ def train(x, y, graphdef, params, xs, ys, steps: dict) -> tuple[list, list]:
         updates, state = update(grads, states[1])
         single, states = optax.apply_updates(single, updates), (states[0], state)
         losses[1].append(float(loss))
-    print("loss, 1F1B pipeline:", " ".join(f"{v:.4f}" for v in losses[0]))
-    print("loss, one device:   ", " ".join(f"{v:.4f}" for v in losses[1]))
+    print("loss, 1F1B pipeline:", " ".join(f"{v:.4g}" for v in losses[0]))
+    print("loss, one device:   ", " ".join(f"{v:.4g}" for v in losses[1]))
     gap = max(abs(a - b) / b for a, b in zip(*losses, strict=False))
     print(f"every step within a relative 1e-05: {gap <= 1e-5}")
     # --8<-- [end:train]
