@@ -442,19 +442,25 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
     context = browser.new_context(java_script_enabled=False, color_scheme=scheme)
     page, seen = visit(context, base_url + PAGE, wait="load")
     assert page.locator("#planner-app").is_hidden()
-    tables = page.locator("article table")
-    assert tables.count() == len(planner_page.examples())
-    for k, case in enumerate(planner_page.examples()):
+    # Each example is a table, and past FOLD rows a fold holding a table of the others.
+    tables = page.locator("article table").evaluate_all(
+        """(tables) => tables.map((t) => ({
+          folded: t.closest("details") !== null,
+          head: [...t.querySelectorAll("thead th")].map((c) => c.textContent),
+          rows: [...t.querySelectorAll("tbody tr")].map(
+            (r) => [...r.querySelectorAll("td")].map((c) => c.textContent.trim())),
+        }))"""
+    )
+    expected = []
+    for case in planner_page.examples():
         found = planner_page.ordered(planner_page.answer(case)["rows"])
-        rows = tables.nth(k).locator("tbody tr")
-        assert rows.count() == len(found)
-        head = tables.nth(k).locator("thead th").all_text_contents()
-        assert head == list(planner_page.COLUMNS)
-        for n, r in enumerate(found):  # every cell, the ranked rows first
-            cells = rows.nth(n).locator("td").all_text_contents()
-            assert [c.strip() for c in cells] == planner_page.example_cells(
-                r, case["chip"]
-            )
+        shown, rest = planner_page.folded(found)
+        for folded, part in ((False, shown), (True, rest)):
+            if part:  # every cell, the ranked rows first
+                cells = [planner_page.example_cells(r, case["chip"]) for r in part]
+                expected.append((folded, cells))
+    assert [(t["folded"], t["rows"]) for t in tables] == expected
+    assert all(t["head"] == list(planner_page.COLUMNS) for t in tables)
     context.close()
     assert seen.failed == []
 

@@ -86,7 +86,7 @@ def test_a_guide_page_names_its_exercise_by_the_exercise_page_title():
             continue
         text = path.read_text(encoding="utf-8")
         for label, name in link.findall(text):
-            if name == "index":  # the exercises' index (the home page's path), no exercise
+            if name == "index":  # the exercises' index, on the home page's path
                 continue
             assert " ".join(label.split()) == titles[name], path.relative_to(DOCS)
             linked.append(name)
