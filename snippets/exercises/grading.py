@@ -624,10 +624,14 @@ def called_primitives(fn: Callable, args: tuple) -> set[str]:
 
     For functions that jax.make_jaxpr cannot trace (one that reads `.sharding` off a
     result, say), this records every primitive as it is bound. It patches an internal
-    of JAX, only for the duration of the call.
+    of JAX, only for the duration of the call. JAX's caches are cleared first: a jitted
+    function (`jnp.sin` is one) called before with the same shapes runs its compiled
+    program without binding anything, and its primitives would go unseen.
     """
+    import jax
     from jax._src import core
 
+    jax.clear_caches()
     seen: set[str] = set()
     original = core.Primitive.bind
 

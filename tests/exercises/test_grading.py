@@ -13,6 +13,7 @@ def test_primitive_bind_is_where_the_grader_patches_it():
 
     assert callable(core.Primitive.bind)
     before = core.Primitive.bind
+    (jnp.sin(jnp.ones(3)) * 2).block_until_ready()  # cached: as after an earlier test
     seen = grading.called_primitives(lambda x: jnp.sin(x) * 2, (jnp.ones(3),))
     assert {"sin", "mul"} <= seen
     assert core.Primitive.bind is before  # put back after the call
