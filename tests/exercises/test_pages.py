@@ -86,7 +86,8 @@ def test_a_guide_page_names_its_exercise_by_the_exercise_page_title():
             continue
         text = path.read_text(encoding="utf-8")
         for label, name in link.findall(text):
-            if name == "index":  # the exercises' index (the home page's path), no exercise
+            # the exercises' index (the home page's path), no exercise
+            if name == "index":
                 continue
             assert " ".join(label.split()) == titles[name], path.relative_to(DOCS)
             linked.append(name)
