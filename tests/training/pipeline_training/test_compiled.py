@@ -161,3 +161,20 @@ def test_what_the_page_says_about_the_temporaries_holds():
         "the H100 the difference is the buffers' within 0.01 %, on v5p within 1 %"
         in text
     )
+
+
+def test_the_sizes_the_page_names_are_the_compiled_ones():
+    text = " ".join(PAGE.read_text().split())
+    extra = compiled(TARGETS[0], "GPipe")["extra"]
+    model = DATA["model"]
+    assert (
+        f"(width {model['d']}, hidden {model['hidden']}) and the batch in "
+        f"{extra['microbatches']} microbatches of {extra['rows']} rows"
+    ) in text
+    assert TARGETS == [
+        "cpu",
+        "v5e:2x4",
+        "v5p:2x2x2",
+        "h100:1x8",
+    ]  # "two TPU topologies"
+    assert all(compiled(t, "GPipe")["mesh"] == {"stage": 8} for t in TARGETS)
