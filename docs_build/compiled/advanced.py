@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+from flax import nnx
 from jax import P
 from jax.sharding import AxisType, NamedSharding
 
+from docs_build.compiled import steps as training
 from docs_build.compiled.steps import Step
 from snippets.advanced.expert_parallel import dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
@@ -28,6 +30,9 @@ from snippets.advanced.sequence_parallel import mlp, ring
 from snippets.advanced.shapes_and_randomness import uneven
 from snippets.advanced.transformer import init, memory, model, step
 from snippets.guides.out_of_memory import step as oom
+from snippets.models import MLP
+from snippets.training.pipeline_training import schedule as pipeline_schedule
+from snippets.training.pipeline_training.step import pipeline_step
 
 # The collective matmul: x (rows over "x") @ w (columns over "x"), M = K = N, in bf16.
 MATMUL_SIZE = 4096
@@ -52,6 +57,11 @@ REMAT_PAGE = ("dots", "dots_no_batch", "names", "offload")
 # The shapes page's dense layer at the page's own sizes: 10 rows of 32 features into 64,
 # copied to every device, or padded to 16 rows and split.
 UNEVEN_ROWS, UNEVEN_PADDED, UNEVEN_IN, UNEVEN_OUT = 10, 16, 32, 64
+# The pipeline-training page's step: one MLP of the training tables (width 1024, hidden
+# 4096, f32) per stage, a batch of 4096 rows in 32 microbatches of 128, as the page's
+# memory block cuts its batch; more microbatches than stages, so that 1F1B holds fewer.
+PIPELINE_BATCH, PIPELINE_MICROBATCHES = 4096, 32
+PIPELINE_SCHEDULES = {"GPipe": "gpipe", "1F1B": "1f1b"}
 
 
 def _line(devices: Sequence, axis: str = "x", axis_type=AxisType.Explicit):
@@ -221,6 +231,43 @@ def _oom(fixes: oom.Fixes) -> Callable[[Sequence], Step]:
     return build
 
 
+def _pipeline_training(kind: str) -> Callable[[Sequence], Step]:
+    def build(devices: Sequence) -> Step:
+        # place_stages' mesh, with the stacked weights as shapes split over "stage"
+        stages = len(devices)
+        mesh = _line(devices, "stage")
+        graphdef, state = nnx.split(
+            nnx.eval_shape(
+                lambda: MLP(training.D, training.HIDDEN, training.D, rngs=nnx.Rngs(0))
+            )
+        )
+        params = jax.tree.map(
+            lambda leaf: _shaped(mesh, (stages, *leaf.shape), P("stage"), leaf.dtype),
+            state,
+        )
+        rows = PIPELINE_BATCH // PIPELINE_MICROBATCHES
+        xs = _shaped(mesh, (PIPELINE_MICROBATCHES, rows, training.D), P())
+        table = pipeline_schedule.make_schedule(kind, stages, PIPELINE_MICROBATCHES)
+        program = pipeline_step(graphdef, mesh, table, PIPELINE_MICROBATCHES)
+        held = max(pipeline_schedule.held(table, stages))
+        return Step(
+            compile=lambda: program.lower(params, xs, xs).compile(),
+            mesh=mesh,
+            source="snippets.training.pipeline_training.step.pipeline_step",
+            extra=lambda: {
+                "microbatches": PIPELINE_MICROBATCHES,
+                "rows": rows,
+                "steps": max(step for step, _ in table) + 1,
+                "held": held,
+                # the step's two buffers (activations in, gradients in), held slots each
+                "buffer_bytes": 2 * held * rows * training.D * 4,
+                "microbatch_bytes": rows * training.D * 4,
+            },
+        )
+
+    return build
+
+
 # The out-of-memory page's steps, at the page's own sizes (it compiles them, and runs none).
 OOM_PREFIX = "out of memory: "
 # Programs a target's compiler may refuse for lack of memory (libtpu checks at compile time):
@@ -245,4 +292,8 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     # the remat page's policies (model.REMAT_POLICIES), the same step otherwise
     **{f"transformer step, remat {name}": _transformer(name) for name in REMAT_PAGE},
     **{OOM_PREFIX + name: _oom(fixes) for name, fixes in oom.STEPS.items()},
+    **{
+        f"pipeline training, {name}": _pipeline_training(kind)
+        for name, kind in PIPELINE_SCHEDULES.items()
+    },
 }

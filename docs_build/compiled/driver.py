@@ -169,6 +169,8 @@ INPUTS = (
     "snippets/advanced/transformer/model.py",
     "snippets/advanced/transformer/step.py",
     "snippets/guides/out_of_memory/step.py",
+    "snippets/training/pipeline_training/schedule.py",
+    "snippets/training/pipeline_training/step.py",
 )
 
 

@@ -26,6 +26,11 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-remat-policies -->`: the transformer page's step under each remat policy of the
   remat page (docs_build/compiled/advanced.py REMAT_PAGE) on each 8-device target: its
   temporaries, its peak and its FLOPs against the step without remat.
+- `<!-- tpu-pipeline-training -->`: the pipeline-training page's step under each schedule
+  (GPipe, 1F1B; docs_build/compiled/advanced.py) on each 8-device target: its transfers
+  between stages, the loss's all-reduce, its temporaries and peak;
+  `<!-- tpu-pipeline-training-said -->` one sentence: how much less 1F1B's temporaries are
+  than GPipe's on each target, against the bytes its smaller buffers save by the schedule.
 - `<!-- tpu-plot -->`: the scaling plot, 8 to 256 chips (docs_build/compiled/plot.py).
 - `<!-- tpu-model: params -->`: the compiled MLP's parameters, in MiB.
 - `<!-- time-bounds -->`: lower bounds on the time of the data-parallel and FSDP steps on
@@ -90,6 +95,8 @@ MODEL_NUMBER = re.compile(r"<!-- tpu-model: params -->")
 NEEDED_TABLE = "<!-- tpu-needed -->"
 REMAT_TABLE = "<!-- tpu-remat -->"
 POLICIES_TABLE = "<!-- tpu-remat-policies -->"
+PIPELINE_TRAINING_TABLE = "<!-- tpu-pipeline-training -->"
+PIPELINE_TRAINING_SAID = "<!-- tpu-pipeline-training-said -->"
 OOM_FLOPS = re.compile(r"<!-- oom-flops: ([^>]+?) -->")
 OOM_REFUSED = re.compile(r"<!-- oom-refused: ([^/]+?) / ([^>]+?) -->")
 OOM_NUMBER = re.compile(
@@ -857,6 +864,159 @@ def policy_table(data: dict | None = None) -> str:
     return _boxed(lines, caption, how)
 
 
+def pipeline_training_programs() -> dict[str, str]:
+    """The pipeline-training page's schedules (GPipe, 1F1B) -> the compiled program of each."""
+    from docs_build.compiled.advanced import PIPELINE_SCHEDULES
+
+    return {name: f"pipeline training, {name}" for name in PIPELINE_SCHEDULES}
+
+
+def _kind(p: dict, kind: str) -> list[dict]:
+    return [c for c in p["collectives"] if c["kind"] == kind]
+
+
+def _permutes(p: dict) -> str:
+    """`4 (sync) \u00d778`: the collective-permutes in the program's text, how many of them
+    are asynchronous, and the times each runs per step (the schedule's loop)."""
+    mine = _kind(p, "collective-permute")
+    runs = {c["runs"] for c in mine}
+    if not mine or len(runs) != 1:
+        raise CompiledResultsError(
+            f"{p['target']} / {p['strategy']}: expected collective-permutes that each run "
+            f"the same number of times, found {[c['runs'] for c in mine]}"
+        )
+    forms = sorted(
+        {"async" if c["form"] in ("async", "async-fusion") else "sync" for c in mine}
+    )
+    how = (
+        forms[0]
+        if len(forms) == 1
+        else f"{sum(c['form'] != 'sync' for c in mine)} async"
+    )
+    return f"{len(mine)} ({how}) \u00d7{runs.pop()}"
+
+
+PAIR = re.compile(r"\{(\d+),(\d+)\}")
+
+
+def block_dtypes(p: dict) -> dict[str, str]:
+    """The dtype each direction's block travels in ("forwards": stage s to s + 1,
+    "backwards": s to s - 1), read from the collective-permutes' pairs; the scalar
+    microbatch numbers beside them left out."""
+    stages = math.prod(p["mesh"].values())
+    found: dict[str, set[str]] = {}
+    for c in _kind(p, "collective-permute"):
+        pairs = {(int(a), int(b)) for a, b in PAIR.findall(c["replica_groups"])}
+        if pairs == {(s, (s + 1) % stages) for s in range(stages)}:
+            way = "forwards"
+        elif pairs == {(s, (s - 1) % stages) for s in range(stages)}:
+            way = "backwards"
+        else:
+            raise CompiledResultsError(
+                f"{p['target']} / {p['strategy']}: a collective-permute over {pairs}, "
+                "neither to the next stage nor to the previous one"
+            )
+        for shape in c["shapes"]:
+            if "[]" not in shape:  # a block, not a microbatch number
+                found.setdefault(way, set()).add(shape.split("[")[0])
+    if set(found) != {"forwards", "backwards"} or any(
+        len(v) != 1 for v in found.values()
+    ):
+        raise CompiledResultsError(
+            f"{p['target']} / {p['strategy']}: expected one block dtype each way, "
+            f"found {found}"
+        )
+    return {way: dtypes.pop() for way, dtypes in found.items()}
+
+
+def pipeline_training_gap(target: str, data: dict | None = None) -> tuple[int, int]:
+    """GPipe's temporaries less 1F1B's on one target, and the bytes 1F1B's smaller
+    buffers save by the schedule (2 buffers x the microbatches held fewer x one's bytes)."""
+    data = data or results()
+    gpipe, one_f_one_b = (
+        advanced_program(target, name, data)
+        for name in pipeline_training_programs().values()
+    )
+    formula = gpipe["extra"]["buffer_bytes"] - one_f_one_b["extra"]["buffer_bytes"]
+    compiled = gpipe["memory"]["temp_bytes"] - one_f_one_b["memory"]["temp_bytes"]
+    return compiled, formula
+
+
+def pipeline_training_table(data: dict | None = None) -> str:
+    """Per target and schedule: transfers between stages, the loss's all-reduce, memory."""
+    data = data or results()
+    targets = data["advanced"]["targets"]
+    lines = [
+        "| target | schedule | collective-permutes | blocks<br>forwards / backwards | "
+        "sent per device | loss all-reduce | temporaries | peak |",
+        "|---|---|---|---|---:|---|---:|---:|",
+    ]
+    for target in targets:
+        for schedule, name in pipeline_training_programs().items():
+            p = advanced_program(target, name, data)
+            reduce = _kind(p, "all-reduce")
+            sent = sum(
+                c["wire_bytes"] * c["runs"] for c in _kind(p, "collective-permute")
+            )
+            m = p["memory"]
+            lines.append(
+                f"| {target} | {schedule} | {_permutes(p)} | "
+                f"{block_dtypes(p)['forwards']} / {block_dtypes(p)['backwards']} | "
+                f"{_size(sent)} | "
+                f"{len(reduce)}, {sum(c['result_bytes'] for c in reduce)} B | "
+                f"{m['temp_bytes'] / MIB:,.1f} MiB | {m['peak_bytes'] / MIB:,.1f} MiB |"
+            )
+    extra = advanced_program(targets[0], pipeline_training_programs()["GPipe"], data)[
+        "extra"
+    ]
+    caption = (
+        "Per device, per step. Collective-permutes: the instructions in the compiled "
+        "program (they carry each step's activations forwards, its gradients backwards "
+        "and the microbatches' numbers), "
+        "how they run, and the times each runs: once per step of the schedule's "
+        f"{extra['steps']}-step loop. Blocks: the dtype of the activations sent to the "
+        "next stage and of the gradients sent to the previous one. Sent: their bytes over "
+        "the whole step. Loss "
+        "all-reduce: the collectives of that kind and the bytes of their result. "
+        "Temporaries and peak: memory_analysis(). One MLP of width "
+        f"{data['model']['d']} and hidden {data['model']['hidden']} (f32) per stage, "
+        f"{extra['microbatches']} microbatches of {extra['rows']} rows "
+        f"({_size(extra['microbatch_bytes'])} each). {_where(data, targets)} Sizes: "
+        "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption)
+
+
+def pipeline_training_said(data: dict | None = None) -> str:
+    """GPipe's temporaries less 1F1B's on each target, beside the bytes the schedule says
+    1F1B's buffers save: `24.0 MiB on cpu and h100:1x8, ...; by the schedule, ...`."""
+    data = data or results()
+    gaps: dict[str, list[str]] = {}
+    formulas = set()
+    for target in data["advanced"]["targets"]:
+        compiled, formula = pipeline_training_gap(target, data)
+        gaps.setdefault(f"{compiled / MIB:,.1f} MiB", []).append(target)
+        formulas.add(formula)
+    if len(formulas) != 1:
+        raise CompiledResultsError(
+            f"the pipeline-training programs' buffers differ between targets: {formulas}"
+        )
+    gpipe, one_f_one_b = (
+        advanced_program(data["advanced"]["targets"][0], name, data)["extra"]
+        for name in pipeline_training_programs().values()
+    )
+    said = "; ".join(
+        f"{gap} on {' and '.join(targets)}" for gap, targets in gaps.items()
+    )
+    return (
+        f"GPipe's temporaries less 1F1B's: {said}. By the schedule, 1F1B's two buffers "
+        f"hold {gpipe['held'] - one_f_one_b['held']} microbatches fewer each "
+        f"({gpipe['held']} against {one_f_one_b['held']}), "
+        f"2 \u00d7 {gpipe['held'] - one_f_one_b['held']} \u00d7 "
+        f"{_size(gpipe['microbatch_bytes'])} = {formulas.pop() / MIB:,.1f} MiB"
+    )
+
+
 MODEL_TABLE = "<!-- tpu-model -->"
 
 
@@ -1036,6 +1196,10 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(REMAT_TABLE, remat_table())
     if POLICIES_TABLE in markdown:
         markdown = markdown.replace(POLICIES_TABLE, policy_table())
+    if PIPELINE_TRAINING_TABLE in markdown:
+        markdown = markdown.replace(PIPELINE_TRAINING_TABLE, pipeline_training_table())
+    if PIPELINE_TRAINING_SAID in markdown:
+        markdown = markdown.replace(PIPELINE_TRAINING_SAID, pipeline_training_said())
     markdown = OOM_NUMBER.sub(lambda m: oom_number(*m.groups()), markdown)
     markdown = OOM_REFUSED.sub(lambda m: refused_block(*m.groups()), markdown)
     markdown = OOM_FLOPS.sub(lambda m: f"{remat_flops(m.group(1)):.0%}", markdown)

@@ -86,7 +86,8 @@ def test_every_program_names_a_function_of_the_pages():
 
 def test_every_module_the_programs_compile_is_an_input_of_the_results():
     """An edit to any page module that advanced.py compiles makes results.json stale (a
-    test names it), rather than silently wrong: each is listed in driver.INPUTS."""
+    test names it), rather than silently wrong: each is listed in driver.INPUTS (the
+    advanced pages' modules and the pipeline-training page's)."""
     import subprocess
     import sys
 
@@ -97,7 +98,8 @@ def test_every_module_the_programs_compile_is_an_input_of_the_results():
             "import sys, docs_build.compiled.advanced\n"
             "for m in list(sys.modules.values()):\n"
             "    f = getattr(m, '__file__', None) or ''\n"
-            "    if m.__name__.startswith('snippets.advanced.') and "
+            "    if m.__name__.startswith(('snippets.advanced.', "
+            "'snippets.training.pipeline_training.')) and "
             "not f.endswith('__init__.py'): print(f)",
         ],
         cwd=ROOT,

@@ -132,8 +132,13 @@ def pipeline_step(
         out_specs=(P(), P("stage"), P("stage")),
     )
     stage_rows = NamedSharding(mesh, P("stage"))
-    ops, microbatches = jax.device_put((ops, microbatches), stage_rows)
-    return jax.jit(lambda params, xs, ys: run(params, ops, microbatches, xs, ys))
+
+    @jax.jit
+    def step(params, xs, ys):
+        rows = jax.reshard((ops, microbatches), stage_rows)  # each device its row
+        return run(params, *rows, xs, ys)
+
+    return step
 
 
 # --8<-- [end:pipeline-step]
