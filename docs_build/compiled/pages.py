@@ -981,10 +981,10 @@ def pipeline_training_table(data: dict | None = None) -> str:
         "Temporaries and peak: memory_analysis(). One MLP of width "
         f"{data['model']['d']} and hidden {data['model']['hidden']} (f32) per stage, "
         f"{extra['microbatches']} microbatches of {extra['rows']} rows "
-        f"({_size(extra['microbatch_bytes'])} each). {_where(data, targets)} Sizes: "
-        "docs_build/compiled/advanced.py."
+        f"({_size(extra['microbatch_bytes'])} each), {_compiled(data, targets)}."
     )
-    return _boxed(lines, caption)
+    how = f"{_where(data, targets)} Sizes: docs_build/compiled/advanced.py."
+    return _boxed(lines, caption, how)
 
 
 def pipeline_training_said(data: dict | None = None) -> str:
