@@ -35,31 +35,14 @@ TIMED = 10
 def _one(policy: str, out: Path, config: str = CONFIG) -> None:
     """One policy, in this process: compile, run, time, and write the record."""
     import jax
-    import jax.numpy as jnp
-    import numpy as np
 
-    from docs_build.planner_grid import CONFIGS
-    from snippets.advanced.transformer import init, model, step
+    from docs_build.compiled.verify_gpu import one_device_step
 
     remat = {"False": False, "True": True}.get(policy, policy)
-    fields, batch = CONFIGS[config]
-    cfg = model.Config(**{**fields, "remat": remat})
     device = jax.devices()[0]
-    mesh = jax.make_mesh(
-        (1, 1, 1),
-        ("data", "fsdp", "tensor"),
-        axis_types=(jax.sharding.AxisType.Auto,) * 3,
-        devices=[device],
-    )
-    sharded = init.sharded_init(cfg, mesh)
-    state = sharded.init()
-    tokens = jax.device_put(
-        np.random.default_rng(0).integers(0, cfg.vocab, (batch, cfg.seq + 1)),
-        jax.sharding.NamedSharding(mesh, model.mesh_axes(("batch", None))),
-    ).astype(jnp.int32)
-    train = step.make_train_step(sharded, mesh)
+    state, tokens, lowered = one_device_step(config, remat=remat)
     started = time.perf_counter()
-    compiled = train.lower(sharded.abstract, tokens).compile()
+    compiled = lowered.compile()
     compile_seconds = time.perf_counter() - started
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost

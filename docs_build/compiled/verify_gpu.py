@@ -117,7 +117,6 @@ def _probe(out: Path) -> None:
     """What a reader meets on the one real GPU (run without a mocked topology)."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     found: dict = {"device": jax.devices()[0].device_kind}
 
@@ -171,18 +170,24 @@ def _probe(out: Path) -> None:
     save()
     # 4. The transformer page's train step, at the planner grid's "page" size, on one GPU.
     try:
-        found["step"] = _time_step(jax, jnp, np)
+        found["step"] = _time_step()
     except Exception as err:
         found["step"] = _error(err)
     save()
 
 
-def _time_step(jax, jnp, np) -> dict:
+def one_device_step(config: str = "page", **fields):
+    """The transformer page's train step at a planner grid size (`fields` replace the
+    Config's), on a one-device mesh of the first device: (state, tokens, lowered step)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
     from docs_build.planner_grid import CONFIGS
     from snippets.advanced.transformer import init, model, step
 
-    fields, batch = CONFIGS["page"]
-    cfg = model.Config(**fields)
+    sizes, batch = CONFIGS[config]
+    cfg = model.Config(**{**sizes, **fields})
     mesh = jax.make_mesh(
         (1, 1, 1),
         ("data", "fsdp", "tensor"),
@@ -190,13 +195,20 @@ def _time_step(jax, jnp, np) -> dict:
         devices=jax.devices()[:1],
     )
     sharded = init.sharded_init(cfg, mesh)
-    state = sharded.init()
     tokens = jax.device_put(
         np.random.default_rng(0).integers(0, cfg.vocab, (batch, cfg.seq + 1)),
         jax.sharding.NamedSharding(mesh, model.mesh_axes(("batch", None))),
     ).astype(jnp.int32)
     train = step.make_train_step(sharded, mesh)
-    compiled = train.lower(sharded.abstract, tokens).compile()
+    return sharded.init(), tokens, train.lower(sharded.abstract, tokens)
+
+
+def _time_step() -> dict:
+    from docs_build.planner_grid import CONFIGS
+
+    batch = CONFIGS["page"][1]
+    state, tokens, lowered = one_device_step("page")
+    compiled = lowered.compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     losses = []
