@@ -5,7 +5,7 @@
 (`nox -s planner` runs it, in the environment with libtpu and the CUDA plugin.) Each entry is the program the strategy
 planner prints for that size and mesh (docs_build.planner_program: the page's own step,
 `init.sharded_init` and `step.make_train_step`, on a (data, fsdp, tensor) mesh of 8
-devices), executed up to its compile, lowered from shapes and compiled for the target,
+devices, or of the 16 to 256 devices of a `LARGE` target), executed up to its compile, lowered from shapes and compiled for the target,
 as `docs_build/compiled/advanced.py` does for the page's one mesh. Stored per entry: the
 memory analysis, and the collectives as the HLO reader reads them (with their wire bytes
 per device per step, ring model). tests/docs_build/test_planner.py holds the strategy
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import math
 import os
 import time
 from pathlib import Path
@@ -35,6 +36,45 @@ DEVICES = 8
 # (data, fsdp, tensor): every layout the page's mesh expresses on 8 devices that the
 # planner names (data, FSDP, tensor, the two 2-D ones), and the page's own (2, 2, 2).
 MESHES = ((8, 1, 1), (1, 8, 1), (1, 1, 8), (2, 1, 4), (4, 1, 2), (2, 2, 2))
+# Beyond 8 devices: a TPU v5p slice of 64 chips and a v5e pod of 256, and 2 and 8 nodes of
+# 8 H100s, each with one layout of every kind the planner ranks (data, FSDP, tensor, data x
+# FSDP, FSDP x tensor, data x tensor, data x FSDP x tensor), for the one size of
+# LARGE_CONFIGS. Each mesh keeps the groups of the gathers (fsdp), the gradient sums
+# (data x fsdp) and the activation sums (tensor) of different sizes, as planner.plan_of
+# needs to tell them apart (so no (8, 1, 8): its gradient sums and tensor's sums both
+# span 8 devices). One TPU generation per count, and one size, keep
+# `nox -s planner` near its budget (a 256-chip compile takes about 20 s of CPU time).
+# The CPU target stays at 8 devices: the pages' virtual CPU devices.
+MESHES_OF = {
+    16: (
+        (16, 1, 1),
+        (1, 16, 1),
+        (1, 1, 16),
+        (4, 4, 1),
+        (1, 2, 8),
+        (2, 1, 8),
+        (2, 4, 2),
+    ),
+    64: (
+        (64, 1, 1),
+        (1, 64, 1),
+        (1, 1, 64),
+        (8, 8, 1),
+        (1, 16, 4),
+        (16, 1, 4),
+        (2, 8, 4),
+    ),
+    256: (
+        (256, 1, 1),
+        (1, 256, 1),
+        (1, 1, 256),
+        (16, 16, 1),
+        (1, 32, 8),
+        (32, 1, 8),
+        (8, 4, 8),
+    ),
+}
+LARGE = {"h100:2x8": 16, "v5p:4x4x4": 64, "h100:8x8": 64, "v5e:16x16": 256}
 # name -> (the page's Config fields, global batch). Heads and every split width are
 # multiples of 8, so every mesh above divides every size. Four sizes keep `nox -s planner`
 # within 15 minutes on a 2-core machine (each TPU or GPU compile takes 2 to 30 s).
@@ -71,6 +111,23 @@ CONFIGS = {
         16,
     ),
 }
+# The size compiled beyond 8 devices: its heads (one key/value head each), its width, MLP
+# width, vocabulary and batch all divide 256, so every mesh of MESHES_OF splits it; a gated
+# (SwiGLU) MLP of 2.75 x the width, as Llama's.
+LARGE_CONFIGS = {
+    "many heads, gated": (
+        dict(
+            vocab=8192,
+            d_model=2048,
+            heads=256,
+            mlp=5632,
+            layers=2,
+            seq=128,
+            gated=True,
+        ),
+        256,
+    ),
+}
 # The files whose text decides what the grid holds; a test compares their digests.
 INPUTS = (
     "docs_build/hlo.py",
@@ -100,6 +157,25 @@ def inputs_digest() -> dict[str, str]:
     }
 
 
+def devices_of(target: str) -> int:
+    """How many devices `target`'s entries use: 8, or its LARGE count."""
+    return LARGE.get(target, DEVICES)
+
+
+def meshes_of(target: str) -> tuple[tuple[int, int, int], ...]:
+    return MESHES if devices_of(target) == DEVICES else MESHES_OF[devices_of(target)]
+
+
+def configs_of(target: str) -> dict:
+    return CONFIGS if devices_of(target) == DEVICES else LARGE_CONFIGS
+
+
+def plan_target(target: str) -> str:
+    """The 8-device target of the same chip (v5e:2x4 for v5e:16x16), whose programs the
+    planner page reads its offered plan from."""
+    return next(t for t in TARGETS if t.split(":")[0] == target.split(":")[0])
+
+
 def compile_step(config: str, shape: tuple[int, int, int], devices):
     """The planner's printed program for `config` on a (data, fsdp, tensor) = `shape`
     mesh (docs_build.planner_program.program, up to its compile), run in a namespace of
@@ -108,7 +184,7 @@ def compile_step(config: str, shape: tuple[int, int, int], devices):
     from docs_build import planner as pl
     from docs_build import planner_program
 
-    _, batch = CONFIGS[config]
+    _, batch = (CONFIGS | LARGE_CONFIGS)[config]
     model = pl.Model.from_config(_config(config), batch)
     layout = pl.Layout(pl.name_of(*shape), *shape)
     text = planner_program.program(model, layout, run=False)
@@ -118,9 +194,12 @@ def compile_step(config: str, shape: tuple[int, int, int], devices):
 
 
 def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> dict:
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     compiled = compile_step(config, shape, devices)
     seconds = time.perf_counter() - started
+    # the CPU time of every thread of this process: what a quiet machine's wall time is
+    # near, whatever else shares the machine
+    cpu = time.process_time() - cpu
     program = hlo.read(compiled.as_text())
     if missed := program.unaccounted():
         raise RuntimeError(
@@ -131,7 +210,9 @@ def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> 
         "target": target,
         "config": config,
         "mesh": list(shape),
+        "devices": math.prod(shape),
         "compile_seconds": round(seconds, 2),
+        "compile_cpu_seconds": round(cpu, 2),
         "memory": records.memory(compiled),
         "summary": hlo.summarize(found),
         "collectives": [{k: r[k] for k in KEPT} for r in found],
@@ -140,8 +221,8 @@ def describe(target: str, config: str, shape: tuple[int, int, int], devices) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--targets", nargs="+", default=list(TARGETS))
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS))
+    parser.add_argument("--targets", nargs="+", default=[*TARGETS, *LARGE])
+    parser.add_argument("--configs", nargs="+", default=[*CONFIGS, *LARGE_CONFIGS])
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -160,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             devices = tg.devices(target)
         except Exception as err:  # recorded for each entry of the target, below
             devices = err
-        for config in args.configs:
-            for shape in MESHES:
+        for config in (c for c in args.configs if c in configs_of(target)):
+            for shape in meshes_of(target):
                 try:
                     if isinstance(devices, Exception):
                         raise devices
@@ -171,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                         "target": target,
                         "config": config,
                         "mesh": list(shape),
+                        "devices": math.prod(shape),
                         "error": f"{type(err).__name__}: {err}"[:2000],
                     }
                 entries.append(entry)
@@ -183,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "axes": ["data", "fsdp", "tensor"],
         "configs": {
             name: {"batch": batch, **dataclasses.asdict(_config(name))}
-            for name, (_, batch) in CONFIGS.items()
+            for name, (_, batch) in (CONFIGS | LARGE_CONFIGS).items()
             if name in args.configs
         },
         "targets": list(args.targets),
@@ -197,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
 def _config(name: str):
     from snippets.advanced.transformer.model import Config
 
-    return Config(**CONFIGS[name][0])
+    return Config(**(CONFIGS | LARGE_CONFIGS)[name][0])
 
 
 def _line(entry: dict) -> str:
-    head = f"{entry['target']:<10} {entry['config']:<15} {entry['mesh']!s:<10}"
+    head = f"{entry['target']:<10} {entry['config']:<17} {entry['mesh']!s:<12}"
     if "error" in entry:
         return f"{head} ERROR {entry['error'][:300]}"
     wire = sum(s["wire_bytes"] for s in entry["summary"].values()) / 2**20
