@@ -28,6 +28,7 @@ each figure. This module gives the page what the script must not type in:
 from __future__ import annotations
 
 import json
+import math
 import random
 from functools import cache
 
@@ -68,12 +69,23 @@ MARKERS = {
     "temporaries": "<!-- planner: temporaries -->",
     "tpu temporaries": "<!-- planner: tpu temporaries -->",
     "program": "<!-- planner: program -->",
+    "grid": "<!-- planner: grid -->",
 }
 
 
 @cache
 def compiled() -> dict:
     return json.loads(grid.RESULTS.read_text(encoding="utf-8"))
+
+
+def plan_targets() -> list[str]:
+    """The grid's 8-device targets: the plans the form offers are read from their
+    programs (the larger targets' programs are checked under their chip's plan)."""
+    return [t for t in compiled()["targets"] if t in grid.TARGETS]
+
+
+def devices_of(entry: dict) -> int:
+    return math.prod(entry["mesh"])
 
 
 def _entry(target: str, mesh: tuple[int, int, int]) -> dict:
@@ -110,7 +122,7 @@ def grid_plan(target: str) -> pl.Plan:
 
 @cache
 def plans() -> dict[str, pl.Plan]:
-    return {"textbook": pl.TEXTBOOK} | {t: grid_plan(t) for t in compiled()["targets"]}
+    return {"textbook": pl.TEXTBOOK} | {t: grid_plan(t) for t in plan_targets()}
 
 
 def plan_label(name: str) -> str:
@@ -152,11 +164,15 @@ SIZE_FIELDS = (
 # {name}, which it replaces with the same values).
 LABELS = {
     "checked": "checked against the compiled {target} program",
-    "extrapolated": "extrapolated from the {devices}-device {target} programs of the "
-    "{sizes} compiled sizes to {what}",
+    "extrapolated": "extrapolated from the {devices}-device {target} programs of {sizes} "
+    "to {what}",
+    # how many sizes the nearest compiled device count has
+    "sizes": "the {sizes} compiled sizes",
+    "one size": "the one compiled size",
     "pipeline": "the planner's model, not compiled: the grid compiles data, fsdp and "
     "tensor meshes only",
-    "any target": "CPU and TPU",
+    # the textbook plan: every target's programs at the nearest compiled device count
+    "every target": "{targets}",
     "textbook": "the textbook plan",
     "devices": "{devices} devices",
     "one device": "one device",
@@ -203,26 +219,57 @@ def size_of(config: dict) -> dict:
     }
 
 
+def points() -> list[list]:
+    """Where the grid compiled: [plan target, devices, target, its label, the sizes (their
+    indices in the grid's configs)] for each target, by plan target and device count."""
+    data = compiled()
+    names = list(data["configs"])
+    found = {}
+    for e in data["entries"]:
+        key = (grid.plan_target(e["target"]), devices_of(e), e["target"])
+        found.setdefault(key, set()).add(names.index(e["config"]))
+    order = plan_targets()
+    return [
+        [plan, n, target, target_label(target), sorted(sizes)]
+        for (plan, n, target), sizes in sorted(
+            found.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])
+        )
+    ]
+
+
+def nearest(counts, n: int) -> int:
+    """The count nearest `n` by ratio (16 is nearer 8 than 64), the smaller on a tie; in
+    whole numbers, as the script compares them."""
+    best = None
+    for c in sorted(counts):
+        if best is None or max(c, n) * min(best, n) < max(best, n) * min(c, n):
+            best = c
+    return best
+
+
 @cache
 def coverage() -> dict:
-    """What the grid compiled, as the planner's rows meet it: its device count, its sizes
-    (the model fields of each configuration), its targets (their plan's name, label and
-    state formula), the optimizer and parameter type, and each program a planner row can
-    be (a layout the planner lists for that many devices) as [size index, data, fsdp,
-    tensor, target, held]: held when the row's figures under the target's offered plan
-    and state formula are within planner.TOLERANCE of the program's own."""
+    """What the grid compiled, as the planner's rows meet it: its sizes (the model fields
+    of each configuration), its targets (their plan's name, label and state formula, and
+    where each compiled: [devices, label, size indices] per device count), every
+    compiled point for the textbook plan, the optimizer and parameter type, and each
+    program a planner row can be (a layout the planner lists for that many devices) as
+    [size index, data, fsdp, tensor, plan target, held]: held when the row's figures under
+    the plan target's offered plan and the target's state formula are within
+    planner.TOLERANCE of the program's own (a 64-chip v5p program under the plan read
+    from v5p:2x2x2's)."""
     data = compiled()
     names = list(data["configs"])
     sizes = [size_of(data["configs"][c]) for c in names]
     plan_of = plans()
-    listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
     programs = []
     for e in data["entries"]:
+        listed = {lay.mesh for lay in pl.layouts(devices_of(e), stages=False)}
         if tuple(e["mesh"]) not in listed or e["config"] not in names:
             continue
         model, layout = pl.model_of(data, e["config"]), pl.entry_layout(e)
-        target = e["target"]
-        state = pl.state_bytes(model, layout, backend_of(target))
+        target = grid.plan_target(e["target"])
+        state = pl.state_bytes(model, layout, backend_of(e["target"]))
         wire = pl.wire_bytes(model, layout, plan_of[target])
         compiled_wire = sum(s["wire_bytes"] for s in e["summary"].values())
         held = all(
@@ -233,13 +280,18 @@ def coverage() -> dict:
             )
         )
         programs.append([names.index(e["config"]), *e["mesh"], target, held])
+    where = points()
     return {
-        "devices": grid.DEVICES,
         "sizes": sizes,
         "targets": {
-            t: {"label": target_label(t), "backend": backend_of(t)}
-            for t in data["targets"]
+            t: {
+                "label": target_label(t),
+                "backend": backend_of(t),
+                "points": [p[1:2] + p[3:] for p in where if p[0] == t],
+            }
+            for t in plan_targets()
         },
+        "points": [p[1:2] + p[3:] for p in where],
         "size_fields": SIZE_FIELDS,
         "optimizers": pl.CHECKED_OPTIMIZERS,
         "param_bytes": pl.CHECKED_PARAM_BYTES,
@@ -263,11 +315,17 @@ def basis(case: dict, layout: pl.Layout) -> tuple[bool, str]:
         target = cov["targets"][case["plan"]]
     else:
         what.append(words["textbook"])
+    # the compiled point nearest the row: the target's (every target's for the textbook
+    # plan) programs at the device count nearest this one, and their sizes
+    near = target["points"] if target else cov["points"]
+    n = nearest({p[0] for p in near}, case["devices"])
+    at = [p for p in near if p[0] == n]
+    compiled_sizes = sorted({i for p in at for i in p[2]})
     if case["devices"] == 1:
         what.append(words["one device"])
-    elif case["devices"] != cov["devices"]:
+    elif case["devices"] != n:
         what.append(words["devices"].format(devices=case["devices"]))
-    if index is None:
+    if index not in compiled_sizes:
         what.append(words["size"])
     if case["optimizer"] not in cov["optimizers"]:
         what.append(words["optimizer"].format(optimizer=case["optimizer"]))
@@ -279,12 +337,15 @@ def basis(case: dict, layout: pl.Layout) -> tuple[bool, str]:
         program = [index, *layout.mesh, case["plan"]]
         held = [p[-1] for p in cov["programs"] if p[:-1] == program]
         if held == [True]:
-            return True, words["checked"].format(target=target["label"])
+            return True, words["checked"].format(target=at[0][1])
         what.append(words["plan"] if held else words["mesh"])
+    count = len(compiled_sizes)
     return False, words["extrapolated"].format(
-        devices=cov["devices"],
-        target=target["label"] if target else words["any target"],
-        sizes=len(cov["sizes"]),
+        devices=n,
+        target=words["every target"].format(
+            targets=words["and"].join(p[1] for p in at)
+        ),
+        sizes=words["one size" if count == 1 else "sizes"].format(sizes=count),
         what=words["and"].join(what),
     )
 
@@ -335,7 +396,22 @@ def temporaries_note(backend: str) -> str:
     if backend in tc.UNCHECKED:
         return "unchecked on TPU"
     target = TARGET_NAMES[tc.CHECKED[backend]]
-    return f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
+    said = f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
+    if backend == "gpu" and (beyond := tc.beyond_the_node(tc.grid())):
+        gaps = [g for g, _ in beyond]
+        counts = " and ".join(
+            str(n) for n in sorted({devices_of(e) for _, e in beyond})
+        )
+        said += (
+            f" on one node of 8, not on {counts} GPUs (the larger size's programs there: "
+            f"{size_gap(min(gaps))} to {size_gap(max(gaps))})"
+        )
+    return said
+
+
+def size_gap(gap: float) -> str:
+    """A formula's gap in words: `4% under`, `39% over`."""
+    return f"{abs(gap):.0%} {'over' if gap > 0 else 'under'}"
 
 
 # The TPU program transformer_cost.UNCHECKED names: its temporaries are fewer bytes than
@@ -793,6 +869,56 @@ def gaps() -> dict[str, float]:
     return largest
 
 
+def size_words(config: dict) -> str:
+    """A grid size's fields in words: `vocab 2048, width 256, 8 heads, ...`."""
+    heads = f"{config['heads']} heads"
+    kv = config.get("kv_heads") or config["heads"]
+    if kv != config["heads"]:
+        heads += f" sharing {kv} key/value heads"
+    mlp = f"MLP {config['mlp']}" + (" (gated)" if config.get("gated") else "")
+    return ", ".join(
+        [
+            f"vocab {config['vocab']}" + (" (tied head)" if config.get("tied") else ""),
+            f"width {config['d_model']}",
+            heads,
+            mlp,
+            f"{config['layers']} layers",
+            f"{config['seq']} tokens",
+            f"batch {config['batch']}",
+            "remat" if config.get("remat", True) else "no remat",
+        ]
+    )
+
+
+def grid_table() -> str:
+    """Where the grid lies: a row per target and device count, a column per compiled size,
+    each cell the number of layouts (meshes) compiled; then each size's fields, and the
+    layouts of each device count."""
+    data = compiled()
+    names = list(data["configs"])
+    count = {}
+    for e in data["entries"]:
+        key = (e["target"], devices_of(e))
+        count.setdefault(key, dict.fromkeys(names, 0))[e["config"]] += 1
+    head = ["Target", "Devices", *(f"`{n}`" for n in names)]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    order = [p[2] for p in points()]
+    for (target, n), per in sorted(
+        count.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])
+    ):
+        cells = [str(per[c]) if per[c] else "" for c in names]
+        lines.append(f"| {target_label(target)} | {n} | " + " | ".join(cells) + " |")
+    meshes = {}
+    for e in data["entries"]:
+        meshes.setdefault(devices_of(e), {}).setdefault(tuple(e["mesh"]), None)
+    lines += [""]
+    lines += [f"- `{n}`: {size_words(data['configs'][n])}." for n in names]
+    for n, found in sorted(meshes.items()):
+        kinds = ", ".join(f"{pl.name_of(*m)} ({mesh_text([*m, 1])})" for m in found)
+        lines.append(f"- {n} devices, (data, fsdp, tensor): {kinds}.")
+    return "\n".join(lines)
+
+
 # A model of each MLP the form offers, for what a plan says in words (its departures from
 # the textbook name the MLP's matrices; nothing else about the model changes them).
 FORM_MODEL = pl.Model(vocab=8, d_model=8, heads=1, mlp=8, layers=1, seq=1, batch=1)
@@ -882,6 +1008,7 @@ def fill(markdown: str) -> str:
         "temporaries": temporaries_checked(),
         "tpu temporaries": tpu_temporaries(),
         "program": program_html(DEFAULTS),
+        "grid": grid_table(),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])
@@ -1015,13 +1142,28 @@ def cases() -> list[dict]:
     # each compiled size on its 8 devices with each target's plan and state formula: the
     # rows a program checks, and those its target's plan (read at the page's size) misses
     for sizes in FORM_SIZES:
-        for target in compiled()["targets"]:
+        for target in plan_targets():
             found.append(
                 {
                     **DEFAULTS,
                     **sizes,
                     "devices": grid.DEVICES,
                     "plan": target,
+                    "backend": backend_of(target),
+                }
+            )
+    # and each size compiled beyond 8 devices on each count, with its chip's plan
+    configs = list(compiled()["configs"].values())
+    for plan, devices, target, _, indices in points():
+        if devices == grid.DEVICES:
+            continue
+        for i in indices:
+            found.append(
+                {
+                    **DEFAULTS,
+                    **size_of(configs[i]),
+                    "devices": devices,
+                    "plan": plan,
                     "backend": backend_of(target),
                 }
             )

@@ -412,6 +412,19 @@ def checked_entries(grid_: dict) -> list[dict]:
     ]
 
 
+def beyond_the_node(grid_: dict, backend: str = "gpu") -> list[tuple[float, dict]]:
+    """(formula / compiled - 1, entry) for the backend's entries of targets other than the
+    checked one: the grid's 16 and 64 H100s, whose programs (of the larger size) the
+    formula is not held to (tests/docs_build/test_transformer_cost.py shows them outside
+    the tolerance)."""
+    return [
+        (formula / compiled - 1, e)
+        for e in grid_["entries"]
+        if backend_of(e["target"]) == backend and e["target"] != CHECKED[backend]
+        for formula, compiled in [against_compiled(grid_, e)]
+    ]
+
+
 def largest_disagreement(grid_: dict, backend: str) -> tuple[float, dict]:
     """The largest |formula / compiled - 1| of the backend's checked entries, and its entry."""
     found = [

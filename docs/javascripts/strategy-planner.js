@@ -608,8 +608,21 @@
     return template.replace(/\{(\w+)\}/g, function (_, name) { return String(values[name]); });
   }
 
+  // planner_page.nearest: the count nearest n by ratio, the smaller on a tie.
+  function nearest(counts, n) {
+    var best = null;
+    counts.slice().sort(function (a, b) { return a - b; }).forEach(function (c) {
+      if (best === null ||
+          Math.max(c, n) * Math.min(best, n) < Math.max(best, n) * Math.min(c, n)) {
+        best = c;
+      }
+    });
+    return best;
+  }
+
   // planner_page.basis: whether a compiled program of the grid checks the row, and the
-  // words the page shows: what checked it, or what it is extrapolated from and to.
+  // words the page shows: what checked it, or what it is extrapolated from and to (the
+  // compiled point nearest the row: its target's programs at the nearest device count).
   function basis(c, l) {
     var cov = DATA.coverage, words = cov.labels, m = c.model;
     if (l.stages > 1) return [false, words.pipeline];
@@ -622,9 +635,18 @@
     var target = Object.prototype.hasOwnProperty.call(cov.targets, c.planName) ?
       cov.targets[c.planName] : null;
     if (!target) what.push(words.textbook);
+    var near = target ? target.points : cov.points;
+    var n = nearest(near.map(function (p) { return p[0]; }), c.devices);
+    var at = near.filter(function (p) { return p[0] === n; });
+    var compiledSizes = [];
+    at.forEach(function (p) {
+      p[2].forEach(function (k) {
+        if (compiledSizes.indexOf(k) < 0) compiledSizes.push(k);
+      });
+    });
     if (c.devices === 1) what.push(words["one device"]);
-    else if (c.devices !== cov.devices) what.push(fill(words.devices, { devices: c.devices }));
-    if (index === null) what.push(words.size);
+    else if (c.devices !== n) what.push(fill(words.devices, { devices: c.devices }));
+    if (index === null || compiledSizes.indexOf(index) < 0) what.push(words.size);
     if (cov.optimizers.indexOf(m.optimizer) < 0) {
       what.push(fill(words.optimizer, { optimizer: m.optimizer }));
     }
@@ -638,14 +660,17 @@
         return program.every(function (x, k) { return p[k] === x; });
       }).map(function (p) { return p[p.length - 1]; });
       if (held.length === 1 && held[0] === true) {
-        return [true, fill(words.checked, { target: target.label })];
+        return [true, fill(words.checked, { target: at[0][1] })];
       }
       what.push(held.length ? words.plan : words.mesh);
     }
+    var count = compiledSizes.length;
     return [false, fill(words.extrapolated, {
-      devices: cov.devices,
-      target: target ? target.label : words["any target"],
-      sizes: cov.sizes.length,
+      devices: n,
+      target: fill(words["every target"], {
+        targets: at.map(function (p) { return p[1]; }).join(words.and)
+      }),
+      sizes: fill(words[count === 1 ? "one size" : "sizes"], { sizes: count }),
       what: what.join(words.and)
     })];
   }

@@ -29,11 +29,15 @@ def test_the_grid_is_complete_and_meets_its_floor():
     assert len(GRID["entries"]) >= FLOOR
     assert {"cpu", "v5e:2x4"} <= set(GRID["targets"])
     expected = {
-        (t, c, m) for t in GRID["targets"] for c in GRID["configs"] for m in grid.MESHES
+        (t, c, m)
+        for t in GRID["targets"]
+        for c in grid.configs_of(t)
+        for m in grid.meshes_of(t)
     }
     assert set(ENTRIES) == expected
     assert not {k: e["error"] for k, e in ENTRIES.items() if "error" in e}
-    assert len(GRID["configs"]) >= 4
+    assert len(grid.CONFIGS) >= 4
+    assert set(GRID["configs"]) == set(grid.CONFIGS) | set(grid.LARGE_CONFIGS)
     assert {m: pl.name_of(*m) for m in grid.MESHES} == {
         (8, 1, 1): "data",
         (1, 8, 1): "FSDP",
@@ -42,6 +46,39 @@ def test_the_grid_is_complete_and_meets_its_floor():
         (4, 1, 2): "2-D",
         (2, 2, 2): "data x FSDP x tensor",
     }
+
+
+# Beyond 8 devices: 64 and 256 TPU chips, 16 and 64 H100s, and at each count one mesh of
+# every kind of layout the planner ranks.
+KINDS = {
+    "data",
+    "FSDP",
+    "tensor",
+    "data x FSDP",
+    "FSDP x tensor",
+    "2-D",
+    "data x FSDP x tensor",
+}
+
+
+def test_the_grid_reaches_64_and_256_chips_and_16_and_64_gpus_with_every_kind():
+    from docs_build.compiled.targets import family
+
+    counts = {}
+    for (target, _, mesh), entry in ENTRIES.items():
+        assert entry["devices"] == math.prod(mesh) == grid.devices_of(target)
+        counts.setdefault(family(target), set()).add(entry["devices"])
+        assert mesh in {lay.mesh for lay in pl.layouts(entry["devices"], stages=False)}
+    assert counts == {"cpu": {8}, "tpu": {8, 64, 256}, "gpu": {8, 16, 64}}
+    for target in grid.LARGE:
+        for config in grid.LARGE_CONFIGS:
+            meshes = [m for t, c, m in ENTRIES if (t, c) == (target, config)]
+            assert sorted(pl.name_of(*m) for m in meshes) == sorted(KINDS)
+            # the groups plan_of tells apart: gathers (fsdp), gradient sums (data x
+            # fsdp), activation sums (tensor)
+            for a, f, t in meshes:
+                groups = [n for n in (a * f, f if a > 1 else 1, t) if n > 1]
+                assert len(groups) == len(set(groups)), (a, f, t)
 
 
 def test_the_grid_was_made_from_the_code_as_it_is():
@@ -54,7 +91,7 @@ def test_the_grid_was_made_from_the_code_as_it_is():
 
 
 def test_the_grid_configs_are_the_modules():
-    for name, (fields, batch) in grid.CONFIGS.items():
+    for name, (fields, batch) in (grid.CONFIGS | grid.LARGE_CONFIGS).items():
         stored = GRID["configs"][name]
         assert stored["batch"] == batch
         assert {k: stored[k] for k in fields} == fields
@@ -101,12 +138,14 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
     """A JAX or libtpu release that changes a plan fails here (the page names them)."""
     found = {}
     for (target, config, mesh), entry in ENTRIES.items():
+        if target not in grid.TARGETS:
+            continue  # beyond 8 devices: the next test
         model = pl.model_of(GRID, config)
         for departure in pl.plan_of(entry, model).departures(model):
             found.setdefault((target, departure), set()).add((config, mesh))
 
     def where(test):
-        return {(c, m) for c in GRID["configs"] for m in grid.MESHES if test(c, m)}
+        return {(c, m) for c in grid.CONFIGS for m in grid.MESHES if test(c, m)}
 
     gathered = where(lambda c, m: m[1] > 1)
     summed = where(lambda c, m: m[0] * m[1] > 1)
@@ -120,7 +159,7 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
         ("cpu", every): gathered,
     }
     gated = "gqa, gated, tied"
-    for target in set(GRID["targets"]) - {"cpu"}:
+    for target in set(grid.TARGETS) - {"cpu"}:
         expected[target, every] = gathered
         # the TPUs add the input gradients that share an input (q with k and v, gate
         # with up) before the all-reduce over tensor: two sums per block
@@ -169,6 +208,47 @@ def test_the_compiler_departs_from_the_textbook_plan_exactly_here():
     expected[h100, "the embedding's gradient reduce-scattered, not all-reduced"] = {
         (gated, (1, 8, 1))
     }
+    assert found == expected
+
+
+# Beyond 8 devices, each departure from the textbook plan of the larger size's programs,
+# by where it shows: meshes with fsdp, with tensor, with both data and fsdp.
+LARGE_DEPARTURES = {
+    "h100": {
+        "fsdp": {
+            "the weights of q and out, of k and v and of 2 MLP matrices gathered again in "
+            "f32 for the backward pass",
+            "the head gathered in f32",
+        },
+        "tensor": {
+            "input gradients summed in 2 all-reduces per block, not 4",
+            "each block's attention output summed in bf16, not f32",
+        },
+        "data and fsdp": {"every gradient all-reduced over data x fsdp, not scattered"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "key", sorted(k for k in ENTRIES if k[0] in grid.LARGE), ids=ids
+)
+def test_the_larger_programs_depart_from_the_textbook_plan_exactly_here(key):
+    """The H100 programs of 16 and 64 GPUs depart as the 8-GPU node's do: FSDP gathers the
+    head and, for the backward pass, the block weights again in float32; tensor sums the
+    gated block's input gradients in 2 all-reduces and the attention output in bf16; a
+    mesh with data and fsdp all-reduces every gradient, as the node's (2, 2, 2) does."""
+    target, config, (a, f, t) = key
+    model = pl.model_of(GRID, config)
+    found = set(pl.plan_of(ENTRIES[key], model).departures(model))
+    rules = LARGE_DEPARTURES[target.split(":")[0]]
+    expected = set()
+    for where, holds in (
+        ("fsdp", f > 1),
+        ("tensor", t > 1),
+        ("data and fsdp", a * f > f > 1),
+    ):
+        if holds:
+            expected |= rules[where]
     assert found == expected
 
 
