@@ -451,6 +451,16 @@ def test_without_its_script_the_page_is_a_table_of_examples(browser, base_url, s
             (r) => [...r.querySelectorAll("td")].map((c) => c.textContent.trim())),
         }))"""
     )
+    # the table of where the grid lies, below the examples: a row per target and device
+    # count, as Python writes it
+    grid = [t for t in tables if t["head"][:2] == ["Target", "Devices"]]
+    tables = [t for t in tables if t not in grid]
+    lines = [
+        [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        for line in planner_page.grid_table().splitlines()
+        if line.startswith("| ")
+    ]
+    assert [(t["head"], t["rows"]) for t in grid] == [(lines[0], lines[1:])]
     expected = []
     for case in planner_page.examples():
         found = planner_page.ordered(planner_page.answer(case)["rows"])
