@@ -163,6 +163,10 @@ def test_the_prose_claims_about_the_bounds():
         "**Every one of these steps is bound by its links, not its matrix units**"
         in (TEXT)
     )
+    # "two nodes of 8 H100s for a step whose collectives cross InfiniBand"
+    assert "two nodes of 8 H100s for a step whose" in TEXT
+    two = DATA["targets"]["h100:2x8"]
+    assert (two["nodes"], two["gpus_per_node"], two["card"]) == (2, 8, "h100")
     for (target, _), b in bounds.items():
         assert b.communication > b.compute
         if target == "h100:2x8":
