@@ -10,6 +10,8 @@
   after, with an arrow for every piece of data that moves: which collective and which device
   groups come from compiling `f` as the collectives page runs it, where each piece goes from
   the two arrays (and the two must agree).
+- `ring_steps(compiled, mesh, title)`: which block each device holds at each step of a ring,
+  from the (source, destination) pairs of the compiled program's collective-permutes.
 
 Device colours are the collectives page's (`render.DEVICE_COLOURS`); the stylesheet swaps them
 for the dark scheme's by matching the colour written inline, as it does for `per_device_table`.
@@ -524,4 +526,107 @@ def arrows(f, before, after, title: str) -> object:
     return _render().Figure(svg=svg, text="\n".join(text))
 
 
-DRAWINGS = {"blocks": blocks, "step_flow": step_flow, "arrows": arrows}
+# ---------------------------------------------------------------------------------------------
+# A ring's steps: which block each device holds after each hop of its permutes.
+
+
+def ring_holdings(compiled, mesh) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    """The pairs every collective-permute of `compiled` sends along (as device ids; they must
+    all be the same), and for each of the mesh's n steps the block each device holds: at
+    step 0 device i holds its own block i, and each hop moves every block along the pairs."""
+    from snippets.hlo import read_collectives
+
+    ids = [d.id for d in mesh.devices.flat]
+    found = {
+        tuple(sorted((ids[s], ids[r]) for s, r in c.groups))
+        for c in read_collectives(compiled)
+        if c.kind == "collective-permute"
+    }
+    if len(found) != 1:
+        raise ValueError(
+            f"ring_steps needs a program whose permutes all send along one ring; "
+            f"it has {len(found)} different sets of pairs."
+        )
+    pairs = list(found.pop())
+    held = [list(ids)]
+    for _ in range(1, len(ids)):
+        now = dict(zip(ids, held[-1], strict=True))
+        moved = dict(now)
+        for s, r in pairs:
+            moved[r] = now[s]
+        held.append([moved[d] for d in ids])
+    return pairs, held
+
+
+def ring_steps(compiled, mesh, title: str) -> object:
+    """A ring as a grid: devices across, steps down, each block's path in its colour."""
+    pairs, held = ring_holdings(compiled, mesh)
+    ids = [d.id for d in mesh.devices.flat]
+    n = len(ids)
+    pitch = (WIDTH - LEFT - PAD) / n
+    x_of = {d: LEFT + (i + 0.5) * pitch for i, d in enumerate(ids)}
+    hops = " ".join(f"{s}→{r}" for s, r in pairs)
+    top = 3 * LINE + 4
+    step_h = LINE
+    heading = ["compiled permutes, each hop:", hops]
+    parts = [
+        f'<text x="{PAD}" y="{LINE - 4 + i * LINE}"{' font-weight="bold"' if not i else ""}>'
+        f"{html.escape(line)}</text>"
+        for i, line in enumerate(heading)
+    ]
+    head = "".join(
+        f'<tspan x="{x_of[d]:.0f}" fill="{_colour(d)}">{d}</tspan>' for d in ids
+    )
+    steps = "".join(
+        f'<tspan x="{PAD}" y="{top + k * step_h + 4.5:.0f}">step {k}</tspan>'
+        for k in range(n)
+    )
+    parts.append(
+        f'<text x="{PAD}" y="{top - 10}">device</text>'
+        f'<text y="{top - 10}" text-anchor="middle" font-weight="bold">{head}</text>'
+        f"<text>{steps}</text>"
+    )
+    where = {
+        k: {b: d for d, b in zip(ids, row, strict=True)} for k, row in enumerate(held)
+    }
+    lines = []
+    for block in ids:
+        d = [f"M{x_of[where[0][block]]:.0f} {top}"]
+        for k in range(1, n):
+            x0, x1 = x_of[where[k - 1][block]], x_of[where[k][block]]
+            y0, y1 = top + (k - 1) * step_h, top + k * step_h
+            if (
+                abs(x1 - x0) > pitch * 1.5
+            ):  # round the end of the ring: leave and come back
+                side = pitch / 2 if x1 < x0 else -pitch / 2
+                d.append(
+                    f"L{x0 + side:.0f} {(y0 + y1) / 2:.0f}M{x1 - side:.0f} {(y0 + y1) / 2:.0f}"
+                )
+            d.append(f"L{x1:.0f} {y1}")
+        lines.append(f'<path stroke="{_colour(block)}" d="{"".join(d)}"/>')
+    parts.append(
+        '<g fill="none" stroke-width="3" stroke-linecap="round">'
+        + "".join(lines)
+        + "</g>"
+    )
+    text = [title, " ".join(heading)] + [
+        f"step {k}: devices {_ranges(ids)} hold blocks {' '.join(map(str, row))}"
+        for k, row in enumerate(held)
+    ]
+    height = round(top + (n - 1) * step_h + LINE)
+    svg = (
+        f'<svg class="blocks ring" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
+DRAWINGS = {
+    "blocks": blocks,
+    "step_flow": step_flow,
+    "arrows": arrows,
+    "ring_steps": ring_steps,
+}

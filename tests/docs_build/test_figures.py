@@ -320,3 +320,24 @@ def test_arrows_refuse_a_body_without_one_collective(line_mesh, page_data):
     before, after = per_device(lambda b: b * 2, page_data[0], line_mesh)
     with pytest.raises(ValueError, match="compiles to 0"):
         figures.arrows(lambda b: b * 2, before, after, "none")
+
+
+def test_ring_steps_read_the_pairs_from_the_program(line_mesh):
+    """A ring turning the other way is drawn turning the other way: nothing is typed."""
+    left = [(i, (i - 1) % 8) for i in range(8)]
+
+    def body(b):
+        for _ in range(7):
+            b = jax.lax.ppermute(b, "x", left)
+        return b
+
+    run = jax.shard_map(body, mesh=line_mesh, in_specs=P("x"), out_specs=P("x"))
+    x = jax.device_put(jnp.arange(8.0), NamedSharding(line_mesh, P("x")))
+    compiled = jax.jit(run).lower(x).compile()
+    pairs, held = figures.ring_holdings(compiled, line_mesh)
+    assert pairs == sorted(left)
+    assert held[1] == [(i + 1) % 8 for i in range(8)]
+    figure = figures.ring_steps(compiled, line_mesh, "left")
+    assert "step 2: devices 0-7 hold blocks 2 3 4 5 6 7 0 1" in figure.text
+    assert re.search(r'viewBox="0 0 (\d+)', figure.svg)[1] == "360"
+    assert 'font-size="13"' in figure.svg
