@@ -12,6 +12,9 @@
   the two arrays (and the two must agree).
 - `ring_steps(compiled, mesh, title)`: which block each device holds at each step of a ring,
   from the (source, destination) pairs of the compiled program's collective-permutes.
+- `dispatch(received, title)`: a mixture of experts' all-to-all, one arrow from each device
+  to each expert's device as wide as the tokens it sent there, counted from the slots
+  that hold a token in what each expert's device received.
 
 Device colours are the collectives page's (`render.DEVICE_COLOURS`); the stylesheet swaps them
 for the dark scheme's by matching the colour written inline, as it does for `per_device_table`.
@@ -624,9 +627,103 @@ def ring_steps(compiled, mesh, title: str) -> object:
     return _render().Figure(svg=svg, text="\n".join(text))
 
 
+# ---------------------------------------------------------------------------------------------
+# An expert layer's dispatch: how many tokens each device sent to each expert's device.
+
+
+def dispatch_counts(received) -> tuple[list[int], list[list[int]]]:
+    """The devices in mesh order, and counts[e][j]: the slots of `received` (an
+    (experts, devices * C, d) array split over its first dimension, as the all-to-all
+    leaves it) on the e-th device that hold a token from the j-th device."""
+    import numpy as np
+
+    devices = [d.id for d in received.sharding.mesh.devices.flat]
+    by_device = {s.device.id: np.asarray(s.data) for s in received.addressable_shards}
+    counts = []
+    for d in devices:
+        slots = by_device[d].any(axis=-1)  # (its experts, devices * C): a token or not
+        per_sender = slots.reshape(slots.shape[0], len(devices), -1).sum(axis=(0, 2))
+        counts.append([int(c) for c in per_sender])
+    return devices, counts
+
+
+def dispatch(received, title: str) -> object:
+    """The dispatch as arrows, each as wide as its count: see the module's docstring."""
+    devices, counts = dispatch_counts(received)
+    pitch = (WIDTH - LEFT - PAD) / len(devices)
+    box = round(pitch - 4)
+    x_of = {d: round(LEFT + i * pitch) for i, d in enumerate(devices)}
+    low_y = TOP_Y + BOX_H + BAND
+    sent = [sum(row[j] for row in counts) for j in range(len(devices))]
+    heading = f"tokens sent, {sum(sent)} in all: line width = count"
+    ids = "".join(
+        f'<tspan x="{x + box / 2:.0f}" fill="{_colour(d)}">{d}</tspan>'
+        for d, x in x_of.items()
+    )
+    middle = BOX_H / 2 + 4.5
+
+    def totals(values, y):
+        return "".join(
+            f'<tspan x="{x + box / 2:.0f}" y="{y + middle:.0f}">{v}</tspan>'
+            for x, v in zip(x_of.values(), values, strict=True)
+        )
+
+    parts = [
+        f'<text x="{PAD}" y="{LINE - 4}" font-weight="bold">{html.escape(heading)}</text>'
+        f'<text x="{PAD}" y="{TOP_Y + middle:.0f}">device</text>'
+        f'<text x="{PAD}" y="{low_y + middle:.0f}">expert</text>'
+        '<g text-anchor="middle" font-weight="bold">'
+        f'<text y="{TOP_Y - 6}">{ids}</text>'
+        f'<text y="{low_y + BOX_H + LINE - 2}">{ids}</text></g>'
+        '<g fill-opacity="0.35" stroke="currentColor">'
+        + "".join(
+            f'<rect x="{x}" y="{TOP_Y}" width="{box}" height="{BOX_H}" fill="{_colour(d)}"/>'
+            for d, x in x_of.items()
+        )
+        + "</g>"
+        + '<path fill="none" stroke="currentColor" d="'
+        + "".join(f"M{x} {low_y}h{box}v{BOX_H}h-{box}z" for x in x_of.values())
+        + '"/>'
+        + f'<text text-anchor="middle">{totals(sent, TOP_Y)}'
+        + f"{totals([sum(row) for row in counts], low_y)}</text>"
+    ]
+    lines, text = [], [title, heading]
+    n = len(devices)
+    for j, source in enumerate(devices):
+        to = []
+        for e, expert in enumerate(devices):
+            count = counts[e][j]
+            if count:
+                # leaves from row e of the sender's buffer, lands in slots j of expert e's
+                d = _arrow(
+                    x_of[source] + (e + 0.5) / n * box,
+                    TOP_Y + BOX_H,
+                    x_of[expert] + (j + 0.5) / n * box,
+                    low_y - 1,
+                )
+                tip = f"device {source} to expert {e}: {count}"
+                lines.append(
+                    f'<path stroke="{_colour(source)}" stroke-width="{0.6 * count:g}" '
+                    f'd="{d}"><title>{tip}</title></path>'
+                )
+            to.append(f"{count} to expert {e}")
+        text.append(f"device {source} sends " + ", ".join(to))
+    parts.append('<g fill="none">' + "".join(lines) + "</g>")
+    height = low_y + BOX_H + LINE + 4
+    svg = (
+        f'<svg class="blocks dispatch" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
 DRAWINGS = {
     "blocks": blocks,
     "step_flow": step_flow,
     "arrows": arrows,
     "ring_steps": ring_steps,
+    "dispatch": dispatch,
 }
