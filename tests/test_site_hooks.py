@@ -652,6 +652,28 @@ def test_every_page_stays_under_200_kb(built_site):
     assert {page: size for page, size in sizes.items() if size > 200_000} == {}
 
 
+def test_guide_pages_drop_the_name_spans_that_draw_nothing(built_site):
+    """Material colours pygments' names (class "n") with --md-code-hl-name-color, which is the
+    code's own colour; the build drops those spans from every page (a sixth of a code-heavy
+    page's HTML) and keeps every other span, so the code reads and copies the same."""
+    import material
+
+    css = "".join(
+        p.read_text(encoding="utf-8")
+        for p in (Path(material.__file__).parent / "templates/assets/stylesheets").glob(
+            "main.*.min.css"
+        )
+    )
+    assert ".highlight .n{color:var(--md-code-hl-name-color)}" in css
+    assert "--md-code-hl-name-color:var(--md-code-fg-color)" in css
+    extra = (outputs.DOCS / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    assert not re.search(r"\.n\b(?![-\w])", extra)
+    for page in ("advanced/sequence-parallel", "notebooks/advanced/sequence-parallel"):
+        html = (built_site / page / "index.html").read_text("utf-8")
+        assert '<span class="n">' not in html, page
+        assert '<span class="p">' in html and "ring_attention" in html, page
+
+
 def test_every_page_with_code_links_its_notebook_and_colab(built_site):
     for page in PAGES_WITH_CODE:
         if notebooks.needs_the_repository(outputs.page_blocks(outputs.DOCS / page)):
