@@ -248,6 +248,10 @@ def url(site_url: str, name: str) -> str:
 
 def admonition(name: str, repo_url: str) -> str:
     """The page's "how to check" box: in a clone, and anywhere else with the one file."""
+    pins = [f"`{k}=={v}`" for k, v in versions().items()]
+    if "orbax" not in third_party(name):
+        pins = [p for p in pins if "orbax" not in p]
+    pinned = ", ".join(pins[:-1]) + f" and {pins[-1]}"
     return f"""\
 !!! tip "Two ways to run the grader"
 
@@ -259,10 +263,10 @@ def admonition(name: str, repo_url: str) -> str:
     python -m snippets.exercises.check {name} my_solution.py
     ```
 
-    **In Colab or any Python** with JAX, Flax and Optax: the grader is also one file,
-    [`{name}.py`](graders/{name}.py). This page's notebook fetches it and grades the function
-    you write there; in a terminal, save it beside your file and run
-    `python {name}.py my_solution.py`.
+    **Anywhere else**, in Colab or in a fresh Python 3.12 or newer with {pinned}: the
+    grader is also one file, [`{name}.py`](graders/{name}.py). This page's notebook fetches
+    it and grades the function you write there; in a terminal, save it beside your file and
+    run `python {name}.py my_solution.py`.
 """
 
 

@@ -112,7 +112,14 @@ def test_every_exercise_page_says_how_to_run_the_grader_in_a_clone_and_without()
         assert shown.lstrip().startswith('!!! tip "Two ways to run the grader"')
         said = " ".join(shown.split())
         assert f"**In a clone** of [the site's repository]({repo})" in said
-        assert "**In Colab or any Python** with JAX, Flax and Optax" in said
+        versions = graders.versions()
+        pins = [f"`{p}=={versions[p]}`" for p in ("jax", "flax", "optax")]
+        assert (
+            "**Anywhere else**, in Colab or in a fresh Python 3.12 or newer with "
+            f"{pins[0]}, {pins[1]}" in said
+        )
+        assert pins[2] in said
+        assert ("orbax-checkpoint==" in said) == (name == "checkpoint_restore")
         assert "This page's notebook fetches it and grades the function" in said
         assert f"`python {name}.py my_solution.py`" in said
         assert "not with this page's notebook" not in said
