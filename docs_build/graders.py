@@ -2,15 +2,16 @@
 
 `source(name)` writes `snippets/exercises/<name>/grader.py` together with every module of this
 repository it uses (the command line `check.py`, the grading helpers, the models, ...) into one
-Python file: the modules' own text, under a private package name, found by a small importer at
-the top of the file. Nothing is copied by hand, so the file grades exactly as
-`python -m snippets.exercises.check <name>` does. Besides the standard library it imports jax,
-numpy, flax and optax only (and orbax-checkpoint for the one exercise about checkpoints), as
-`third_party(name)` says.
+Python file: the modules' own text, under a private package name, found by a small importer
+after them. Nothing is copied by hand, so the file grades as
+`python -m snippets.exercises.check <name>` does (tests/docs_build/test_graders.py). Besides
+the standard library it imports jax, numpy, flax and optax only (and orbax-checkpoint for the
+one exercise about checkpoints), as `third_party(name)` says.
 
 The build publishes the files at `exercises/graders/<name>.py` (`publish`). An exercise's
-notebook fetches its own from the site (`fill_notebook`: two cells after the starter), and each
-exercise page says how to use it, in one admonition written here (`fill`).
+notebook fetches its own from the site where its page says how to check an answer
+(`notebook_cells`, placed by docs_build/notebooks.py), and each exercise page says how to use
+it, in one admonition written here (`fill`).
 """
 
 from __future__ import annotations

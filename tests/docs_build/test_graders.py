@@ -55,8 +55,8 @@ def one_file_grader(name: str, folder: Path):
     return _loaded[name]
 
 
-# Every push: the right answer and the first wrong one of three exercises (one about a
-# placement, one that reads a shard_map's program, one with Flax models); the rest daily.
+# Every push: the right answer and the first wrong one of three exercises (a result's layout
+# under jit, a shard_map's program read, Flax models placed); the rest daily.
 EVERY_PUSH = {"column_sums", "manual_dense", "fsdp_shard"}
 
 
