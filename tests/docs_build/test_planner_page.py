@@ -782,6 +782,10 @@ def test_the_larger_programs_check_their_rows_where_their_chips_plan_holds():
         if not p[-1] and FORM_ALL[p[0]] == LARGE
     }
     assert unheld == LARGE_MISSED
+    assert (
+        "the H100 plan misses the meshes with both data and fsdp, (4, 4, 1) and (2, 4, 2) "
+        "on 16 GPUs and (8, 8, 1) and (2, 8, 4) on 64" in filled()
+    )
     for target in grid.LARGE:
         plan = grid.plan_target(target)
         case = {
