@@ -117,8 +117,8 @@ def parameters(model: pl.Model, layout: pl.Layout) -> list[tuple]:
 
 def _config(model: pl.Model) -> str:
     fields = [f"{k}={getattr(model, k)}" for k in CONFIG_FIELDS]
-    if not model.remat:
-        fields.append("remat=False")
+    if model.remat is not True:
+        fields.append(f"remat={model.remat!r}")
     if model.kv != model.heads:
         fields.append(f"kv_heads={model.kv}")
     if model.gated:
