@@ -54,6 +54,24 @@ OPTIMIZERS = {"sgd": (0, 1), "momentum": (1, 1), "adam": (2, 2), "adamw": (2, 2)
 # a row with others is not checked (docs_build.planner_page.basis).
 CHECKED_OPTIMIZERS = ("adamw",)
 CHECKED_PARAM_BYTES = (F32,)
+# Model.remat: False (no remat), True (recompute each layer), or one of the transformer
+# page's remat policies by the name Config.remat takes (model.REMAT_POLICIES; "full" is
+# True's), whose costs the remat page measures (docs_build.transformer_cost).
+REMAT_POLICIES = ("full", "dots", "dots_no_batch", "names", "offload")
+# The policies that keep the attention's output projection (a product without a batch
+# dimension): its sum over tensor is not run again in the backward pass (the compiled
+# steps of the remat page run one all-reduce fewer per layer under them).
+KEEPS_OUTPUT_PROJECTION = ("dots", "dots_no_batch")
+
+
+def remat_problem(value) -> str | None:
+    """What to change in a remat value, or None: a bool or a policy's name."""
+    if isinstance(value, bool) or (isinstance(value, str) and value in REMAT_POLICIES):
+        return None
+    return (
+        f"remat must be one of none (False), full (True), "
+        f"{', '.join(REMAT_POLICIES[1:])}, not {value!r}"
+    )
 
 
 def _ring(kind: str, n: int, full: float) -> float:
@@ -120,6 +138,8 @@ def input_problems(model) -> dict[str, str]:
         found["optimizer"] = (
             f"optimizer must be one of {sorted(OPTIMIZERS)}, not {model.optimizer!r}"
         )
+    if (why := remat_problem(model.remat)) is not None:
+        found["remat"] = why
     if model.param_bytes not in (BF16, F32):
         found["param_bytes"] = (
             f"param_bytes must be 4 (float32) or 2 (bfloat16), not {model.param_bytes!r}"
@@ -138,7 +158,9 @@ class Model:
     layers: int
     seq: int
     batch: int  # global batch, in sequences
-    remat: bool = True  # the page's default: recompute each layer in the backward pass
+    # the page's default, True: recompute each layer in the backward pass; False: keep
+    # what autodiff needs; or a policy's name (REMAT_POLICIES)
+    remat: bool | str = True
     optimizer: str = "adamw"
     param_bytes: int = F32  # 4: float32 parameters and optimizer slots; 2: bfloat16
     microbatches: int = 1  # only the pipeline uses it
@@ -586,7 +608,7 @@ FORMULAS = {
     "+ AG_fsdp(4 Vd/tensor + w_g dV/tensor (untied) + 4d)",
     "gradients": "L x SUM(w_r M/tensor) + L x AR(4 x 2d) + AR(4 Vd/tensor + 4d) "
     "+ SUM(w_r dV/tensor) (untied), over data x fsdp",
-    "activations": "L x (AR_t(4 T d) + (4 + remat + gated) AR_t(w_a T d)) + AR_t(4 T d) "
+    "activations": "L x (AR_t(4 T d) + (4 + resum + gated) AR_t(w_a T d)) + AR_t(4 T d) "
     "+ AR_t(w_a T d) + 3 AR_t(4 T), T = B S/(data fsdp) tokens",
     "loss": "AR_N(4)",
     "pipeline state": "the last stage's: ((L/stages (2d^2 + 2dgk + (2 or 3) dm) + Vd)"
@@ -741,7 +763,9 @@ def _mesh_terms(
     d, v, layers = model.d_model, model.vocab, model.layers
     layout = Layout("", data=a, fsdp=f, tensor=t)
     lookup = 1 if embedding else 0
-    remat = 1 if model.remat else 0
+    remat = 0 if model.remat is False else 1  # every policy gathers the weights again
+    # the recomputed output projection's sum, unless the policy keeps the projection
+    resum = 0 if model.remat is False or model.remat in KEEPS_OUTPUT_PROJECTION else 1
     weights = model.layer_matrices / t
     head = 0 if model.tied else 1  # a tied head is the gathered embedding itself
     size = _matrix_sizes(model, t)
@@ -784,7 +808,7 @@ def _mesh_terms(
     # per block: one float32 sum, and in the activations' width the MLP's output, the
     # input gradients of the block's first matrices (input_sums), and with remat the
     # recomputed one
-    per_block = 1 + input_sums(model, plan) + remat
+    per_block = 1 + input_sums(model, plan) + resum
     activations = (
         layers * (sums(plan.block_sum) + per_block * sums(plan.activations))
         + sums(F32)
@@ -966,7 +990,8 @@ def plan_of(entry: dict, model: Model) -> Plan:
         block_sum = BF16
     sums = None
     if t > 1:
-        sums = len(per_block) - 2 - (1 if model.remat else 0)
+        resum = model.remat is not False and model.remat not in KEEPS_OUTPUT_PROJECTION
+        sums = len(per_block) - 2 - (1 if resum else 0)
         if sums == input_sums(model):
             sums = None  # the textbook's
     return Plan(

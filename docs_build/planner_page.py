@@ -27,6 +27,7 @@ each figure. This module gives the page what the script must not type in:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -54,6 +55,23 @@ SIZES = pl.WHOLE
 OPTIONS = ("gated", "tied")
 # The preset menu's entry that fills in nothing.
 CUSTOM = "custom"
+# The remat field's names, and the Model.remat each gives (the remat page's policies by
+# Config.remat's names; "full" is the page's default, True).
+REMAT_FORM = {
+    "none": False,
+    "full": True,
+    **{name: name for name in pl.REMAT_POLICIES if name != "full"},
+}
+
+
+def remat_text(value) -> str:
+    """What the form's remat field holds for a Model.remat: "none", "full", or the
+    policy's name (a name it does not know as it is, for the field to refuse)."""
+    if isinstance(value, bool):
+        return "full" if value else "none"
+    return str(value)
+
+
 MINIMUM_CASES = 100
 TIMES = "\u00d7"  # the multiplication sign, as the script writes a mesh
 
@@ -70,6 +88,7 @@ MARKERS = {
     "tpu temporaries": "<!-- planner: tpu temporaries -->",
     "program": "<!-- planner: program -->",
     "grid": "<!-- planner: grid -->",
+    "remat": "<!-- planner: remat -->",
 }
 
 
@@ -191,6 +210,8 @@ LABELS = {
     # bytes grow with the batch as fast as its FLOPs), or below one (from one sequence)
     # the fold below a long table
     "fold": "The other {rows} layouts ({greyed} of them cannot split this model)",
+    # beside the temporaries: what an offloading remat policy keeps in host memory
+    "host": " (+ {host} in host memory)",
     "never": "never",
     "any": "any",
 }
@@ -447,6 +468,98 @@ def temporaries_checked() -> str:
     return "; ".join(temporaries_note(b) for b in tc.BACKENDS)
 
 
+# The remat page's step (docs_build/compiled/advanced.py) compiled under each policy, by
+# the strategy its records name.
+POLICY_STEPS = {
+    False: "transformer step, no remat",
+    True: "transformer step, remat",
+    **{name: f"transformer step, remat {name}" for name in pl.REMAT_POLICIES[1:]},
+}
+
+
+def policy_programs(backend: str) -> list[tuple]:
+    """The remat page's step compiled for `backend`'s checked target (CPU, h100:1x8)
+    under each policy: (policy, temporaries by formula, the program's temp bytes, host
+    bytes by formula)."""
+    from docs_build.compiled import advanced
+
+    path = tc.HERE / "compiled" / "results" / f"{backend}.json"
+    programs = json.loads(path.read_text())["advanced"]["programs"]
+    target = tc.CHECKED[backend]
+    found = []
+    for policy, strategy in POLICY_STEPS.items():
+        (row,) = [
+            p for p in programs if p["target"] == target and p["strategy"] == strategy
+        ]
+        cfg = dataclasses.replace(advanced.TRANSFORMER, remat=policy)
+        model = pl.Model.from_config(cfg, batch=advanced.TRANSFORMER_BATCH)
+        mesh = row["mesh"]
+        layout = pl.Layout("page", mesh["data"], mesh["fsdp"], mesh["tensor"])
+        found.append(
+            (
+                policy,
+                tc.policy_temp_bytes(model, layout, policy, backend),
+                row["memory"]["temp_bytes"],
+                tc.host_bytes(model, layout, policy, backend),
+            )
+        )
+    return found
+
+
+def policy_gap(backend: str) -> float:
+    """The largest |formula / compiled - 1| of policy_programs(backend)."""
+    return max(abs(f / c - 1) for _, f, c, _ in policy_programs(backend))
+
+
+def card_policies() -> list[tuple]:
+    """The real H100's step under each policy (results/gpu_card_remat.json, one device):
+    (policy, state + temporaries by formula, the allocator's peak, host bytes by
+    formula, host bytes the compiled program reported)."""
+    from docs_build.compiled import card
+
+    record = card.remat_record()
+    model = pl.Model(**record["fields"], batch=record["batch"])
+    one = pl.Layout("one device")
+    found = []
+    for name, run in record["policies"].items():
+        policy = {"False": False, "True": True}.get(name, name)
+        model = dataclasses.replace(model, remat=policy)
+        state = pl.state_bytes(model, one)
+        found.append(
+            (
+                policy,
+                state + tc.policy_temp_bytes(model, one, policy, "gpu"),
+                run["peak_bytes_in_use"],
+                tc.host_bytes(model, one, policy, "gpu"),
+                run["memory"]["host_temp"],
+            )
+        )
+    return found
+
+
+def remat_note() -> str:
+    """What the policies' temporaries were held to, in the page's words: the compiled
+    CPU and H100 steps (largest gap, against the tolerance), the real H100's peak and
+    host bytes; TPU unchecked."""
+    said = [
+        f"within {policy_gap(b):.1%} of the {TARGET_NAMES[tc.CHECKED[b]]} program's "
+        f"(tolerance {tc.TOLERANCE[b]:.0%})"
+        for b in tc.CHECKED
+    ]
+    card = card_policies()
+    over = [total / peak - 1 for _, total, peak, _, _ in card]
+    (host,) = {measured for *_, measured in card if measured}
+    return (
+        f"compiled for a 2 {TIMES} 2 {TIMES} 2 mesh of eight devices, the temporaries "
+        f"by formula came {' and '.join(said)} under every policy; run on one real "
+        "H100 (one device), the "
+        f"state and temporaries by formula were {min(over):.1%} to {max(over):.1%} "
+        "above the allocator's measured peak for every policy, and offload's host bytes "
+        f"were the {size_text(host)} the program reported; on TPU the policies are "
+        "unchecked"
+    )
+
+
 def chip_note(chip: str) -> str:
     """What a row's memory and time on `chip` rest on, in words."""
     facts = chip_facts(chip)
@@ -495,14 +608,17 @@ def time_of(
 
 
 def memory_of(model: pl.Model, layout: pl.Layout, chip: str, state, memory) -> dict:
-    """A row's temporaries per device (transformer_cost.temp_bytes: the activations kept
-    for the backward pass and the buffers beside them at the step's peak), the total with
+    """A row's temporaries per device under the model's remat policy
+    (transformer_cost.policy_temp_bytes: the activations kept for the backward pass and
+    the buffers beside them at the step's peak), what the policy keeps in host memory
+    instead (transformer_cost.host_bytes, not counted against `memory`), the total with
     the state, and the room it leaves in `memory` bytes (negative: over by that much)."""
     backend = chip_facts(chip)["backend"]
-    temporaries = tc.temp_bytes(model, layout, backend)
+    temporaries = tc.policy_temp_bytes(model, layout, model.remat, backend)
     total = state + temporaries
     return {
         "temporaries": temporaries,
+        "host": tc.host_bytes(model, layout, model.remat, backend),
         "total": total,
         "room": memory - total,
         "total_fits": total <= memory,
@@ -769,8 +885,9 @@ def example_cells(r: dict, chip: str) -> list[str]:
         ]
     cells = [*where, size_text(r["state"]), "yes" if r["fits"] else "no"]
     if "temporaries" in r:
+        host = LABELS["host"].format(host=size_text(r["host"])) if r["host"] else ""
         cells += [
-            size_text(r["temporaries"]),
+            size_text(r["temporaries"]) + host,
             f"{size_text(r['total'])}: {room_text(r)}",
         ]
     else:
@@ -985,6 +1102,15 @@ def data_json() -> str:
         "custom": CUSTOM,
         "presets": presets(),
         "program": planner_program.data(),
+        # the remat field: its names and the Model.remat of each, and per policy what it
+        # keeps of a layer (transformer_cost.policy_residuals' terms)
+        "remat": {
+            "form": REMAT_FORM,
+            "policies": pl.REMAT_POLICIES,
+            "saves": {str(k).lower(): v for k, v in tc.POLICY_SAVES.items()},
+            "offloaded": tc.OFFLOADED,
+            "keeps_output_projection": pl.KEEPS_OUTPUT_PROJECTION,
+        },
     }
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
     return text.replace("<", "\\u003c")
@@ -1009,6 +1135,7 @@ def fill(markdown: str) -> str:
         "tpu temporaries": tpu_temporaries(),
         "program": program_html(DEFAULTS),
         "grid": grid_table(),
+        "remat": remat_note(),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])
@@ -1090,6 +1217,7 @@ DRAWN_CHOICES = {
 # answer()'s for the devices and the memory.
 REFUSED = (
     {"d_model": 30, "heads": 4},
+    {"remat": "dot"},
     {"layers": 0},
     {"memory": 0},
     {"devices": 0},
@@ -1191,7 +1319,16 @@ def cases() -> list[dict]:
     for change in (*REFUSED, *GREYED):
         found.append({**DEFAULTS, **change})
     # each chip in turn (no draw: the other fields stay as drawn)
-    return [{**c, "chip": CHIPS[k % len(CHIPS)]} for k, c in enumerate(found)]
+    found = [{**c, "chip": CHIPS[k % len(CHIPS)]} for k, c in enumerate(found)]
+    # each remat policy on every chip, at the page's size and the Llama-style one, with
+    # FSDP and tensor rows among the 8 devices'
+    for config in (PLAN_CONFIG, "gqa, gated, tied"):
+        sizes = FORM_SIZES[list(grid.CONFIGS).index(config)]
+        for remat in REMAT_FORM.values():
+            found += [
+                {**DEFAULTS, **sizes, "remat": remat, "chip": chip} for chip in CHIPS
+            ]
+    return found
 
 
 def main() -> int:

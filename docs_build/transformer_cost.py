@@ -177,8 +177,18 @@ def residual_bytes(
 
 # The remat policies of the transformer page's model (Config.remat, model.REMAT_POLICIES)
 # that policy_residuals knows, and the one that moves what it saves to host memory.
-POLICIES = (False, True, "full", "dots", "dots_no_batch", "names", "offload")
+POLICIES = (False, True, *pl.REMAT_POLICIES)
 OFFLOADED = ("offload",)
+# What each policy keeps of a layer beside its input (policy_residuals' terms); "offload"
+# keeps "names"'s, in host memory (offloaded_residuals).
+POLICY_SAVES = {
+    True: (),
+    "full": (),
+    "dots": ("q, k, v", "scores", "context", "out", "mlp"),
+    "dots_no_batch": ("q, k, v", "out", "mlp"),
+    "names": ("q, k, v", "context"),
+    "offload": (),
+}
 
 
 def policy_residuals(
@@ -216,15 +226,7 @@ def policy_residuals(
         "out": BF16 * T * d,
         "mlp": (2 if model.gated else 1) * BF16 * T * mlp,
     }
-    saved = {
-        True: (),
-        "full": (),
-        "dots": tuple(every),
-        "dots_no_batch": ("q, k, v", "out", "mlp"),
-        "names": ("q, k, v", "context"),
-        "offload": (),
-    }[policy]
-    return {"input": F32 * T * d} | {name: every[name] for name in saved}
+    return {"input": F32 * T * d} | {name: every[name] for name in POLICY_SAVES[policy]}
 
 
 def offloaded_residuals(
@@ -245,20 +247,35 @@ def policy_temp_bytes(
 ) -> int:
     """The step's temporaries on one device under a remat `policy`: temp_bytes with each
     layer recomputed (False: without remat), plus what the policy saves beyond each
-    layer's input, for every layer (policy_residuals on the device). Held to the compiled
-    steps within POLICY_TOLERANCE (tests/advanced/remat/test_policies.py)."""
+    layer's input, for every layer (policy_residuals on the device). On the CPU, whose
+    host memory is its memory, "offload" keeps what "names" keeps: the compiled CPU step
+    has no host-memory buffer. Held to the compiled steps within POLICY_TOLERANCE
+    (tests/advanced/remat/test_policies.py) and, for the strategy planner, within
+    TOLERANCE (tests/docs_build/test_planner_remat.py)."""
     if policy is False:
         return temp_bytes(dataclasses.replace(model, remat=False), layout, backend)
+    if policy in OFFLOADED and _backend(backend) == "cpu":
+        policy = "names"
     saved = policy_residuals(model, layout, policy)
     extra = sum(saved.values()) - saved["input"]
     full = temp_bytes(dataclasses.replace(model, remat=True), layout, backend)
     return full + model.layers * extra
 
 
+def host_bytes(
+    model: pl.Model, layout: pl.Layout, policy: bool | str, backend: str = "gpu"
+) -> int:
+    """Bytes the step keeps in host memory on one device's behalf under `policy`: what
+    "offload" sends there for every layer (offloaded_residuals); 0 for the other
+    policies, and on the CPU (one memory: policy_temp_bytes counts them on the device)."""
+    per_layer = sum(offloaded_residuals(model, layout, policy).values())
+    return 0 if _backend(backend) == "cpu" else model.layers * per_layer
+
+
 # How far policy_temp_bytes may be from a compiled step's temporaries, as a fraction, for
 # the policies that remat (tests/advanced/remat: the page's config on its 8 CPU devices;
-# measured from -3.5% ("offload": the CPU keeps offloaded tensors in its one memory) to
-# +3.9% (full remat)). Without remat temp_bytes is held to the grid; at the page's tiny
+# measured from -1.1% ("dots") to +3.9% (full remat); "offload" as "names", +3.6%: the
+# CPU keeps offloaded tensors in its one memory). Without remat temp_bytes is held to the grid; at the page's tiny
 # size it is 15% low, as the grid's EXCLUDED "tiny" config is.
 POLICY_TOLERANCE = {"cpu": 0.10}
 
@@ -453,7 +470,30 @@ def _layer_forward(model: pl.Model, tokens: int, sequences: int) -> dict[str, fl
     }
 
 
-def step_flops(model: pl.Model, remat: bool | None = None) -> dict[str, float]:
+def recomputed_flops(
+    model: pl.Model, tokens: int, sequences: int, policy: bool | str
+) -> int:
+    """One layer's forward products that a remat `policy` runs again in the backward pass
+    (tokens of `sequences` sequences): full remat, all but the MLP's down projection (its
+    output is not needed, and the compiler drops it); "dots", none (every product's output
+    is kept); "dots_no_batch", attention's QK^T and AV (batched products); "names" and
+    "offload", QK^T (the softmax's probabilities are not kept), the output projection and
+    the MLP's first product(s) (the MLP's input needs the attention's output added in)."""
+    if policy not in POLICIES:
+        raise CostModelError(f"policy must be one of {POLICIES}, not {policy!r}")
+    layer = _layer_forward(model, tokens, sequences)
+    if policy is False or policy == "dots":
+        return 0
+    if policy == "dots_no_batch":
+        return layer["attention"]
+    if policy in ("names", "offload"):
+        d, first = model.d_model, 2 if model.gated else 1
+        scores = 2 * sequences * model.seq**2 * d  # QK^T: half of "attention"
+        return scores + 2 * tokens * d * d + first * 2 * tokens * d * model.mlp
+    return layer["projections"] + layer["attention"] - layer["down"]
+
+
+def step_flops(model: pl.Model, remat: bool | str | None = None) -> dict[str, float]:
     """The training step's FLOPs, all devices together, by term:
 
     - "forward": each layer's products (q, k, v, out, the MLP's: 2 x tokens x M) and
@@ -462,7 +502,7 @@ def step_flops(model: pl.Model, remat: bool | None = None) -> dict[str, float]:
       layer's input gradient too, which the embedding's gradient needs);
     - "recompute": with remat, each layer's forward again, less its last product (the MLP's
       down projection: its output is not needed to differentiate the layer, and the
-      compiler drops it);
+      compiler drops it); under a policy, what it runs again (`recomputed_flops`);
     - "optimizer": AdamW's update, ADAMW_FLOPS per parameter.
     The embedding lookup and the elementwise work are left out (cost_analysis counts them:
     under 1% of the page's step)."""
@@ -473,7 +513,7 @@ def step_flops(model: pl.Model, remat: bool | None = None) -> dict[str, float]:
     layer = _layer_forward(model, tokens, model.batch)
     head = 2 * tokens * model.d_model * model.vocab
     forward = model.layers * (layer["projections"] + layer["attention"]) + head
-    recompute = layer["projections"] + layer["attention"] - layer["down"]
+    recompute = recomputed_flops(model, tokens, model.batch, remat)
     if model.optimizer not in OPTIMIZER_FLOPS:
         raise CostModelError(
             f"the optimizer's FLOPs are measured for {sorted(OPTIMIZER_FLOPS)}, not "
@@ -482,7 +522,7 @@ def step_flops(model: pl.Model, remat: bool | None = None) -> dict[str, float]:
     return {
         "forward": forward,
         "backward": 2 * forward,
-        "recompute": model.layers * recompute if remat else 0,
+        "recompute": model.layers * recompute,
         "optimizer": OPTIMIZER_FLOPS[model.optimizer] * model.params,
     }
 
@@ -523,7 +563,10 @@ def counted_flops(model: pl.Model, layout: pl.Layout) -> float:
     layer = _layer_forward(model, model.batch * model.seq, model.batch)
     one = (layer["projections"] + layer["attention"]) / n
     head = 2 * model.batch * model.seq * model.d_model * model.vocab / n
-    recompute = one - layer["down"] / n if model.remat else 0.0
+    recompute = recomputed_flops(
+        model, model.batch * model.seq, model.batch, model.remat
+    )
+    recompute /= n
     return 3 * one + 3 * head + recompute + device_flops(model, layout)["optimizer"]
 
 

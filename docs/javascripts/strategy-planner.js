@@ -112,11 +112,17 @@
       problems.kv_heads = model.kv_heads + " key/value heads do not serve " + model.heads +
         " query heads equally: make kv_heads divide heads";
     }
+    // planner.remat_problem: the form's names give False, True or a policy's name
+    var form = DATA.remat.form;
+    if (!Object.prototype.hasOwnProperty.call(form, raw.remat)) {
+      problems.remat = "remat must be one of none (False), full (True), " +
+        DATA.remat.policies.slice(1).join(", ") + ", not " + pystr(raw.remat);
+    }
     if (Object.keys(problems).length) return { problems: problems };
     SIZES.forEach(function (name) { exact(model[name]); });
     model.optimizer = raw.optimizer;
     model.param_bytes = Number(raw.param_bytes);
-    model.remat = raw.remat;
+    model.remat = DATA.remat.form[raw.remat];
     model.gated = raw.gated;
     model.tied = raw.tied;
     model.kv = model.kv_heads;
@@ -366,7 +372,10 @@
     var d = model.d_model, v = model.vocab, layers = model.layers;
     var l = layout("", a, f, t, 1);
     var lookup = embedding ? 1 : 0;
-    var remat = model.remat ? 1 : 0;
+    var remat = model.remat === false ? 0 : 1; // every policy gathers the weights again
+    // the recomputed output projection's sum, unless the policy keeps the projection
+    var resum = model.remat === false ||
+      DATA.remat.keeps_output_projection.indexOf(model.remat) >= 0 ? 0 : 1;
     var matrices = model.layerMatrices / t;
     var head = model.tied ? 0 : 1; // a tied head is the gathered embedding itself
     // each matrix's gradient on one device before the sum (planner._matrix_sizes)
@@ -398,7 +407,7 @@
     var block = tokens * d;
     function sums(width) { return ring("all-reduce", t, width * block); }
     var inputSums = plan.input_sums === null ? model.inputSums : plan.input_sums;
-    var perBlock = 1 + inputSums + remat; // planner.input_sums
+    var perBlock = 1 + inputSums + resum; // planner.input_sums
     var activations = layers * (sums(plan.block_sum) + perBlock * sums(plan.activations)) +
       sums(F32) + sums(plan.activations) + 3 * ring("all-reduce", t, F32 * tokens);
     return [
@@ -423,7 +432,46 @@
     return Number(q) / Math.pow(2, shift);
   }
 
-  // transformer_cost.temp_bytes, in exact integers (BigInt).
+  // transformer_cost.policy_residuals' terms beyond the layer's input, summed: what a
+  // policy keeps of each layer on one device (BigInt).
+  function policyExtra(model, l, policy) {
+    var F32 = BigInt(DATA.f32), BF16 = BigInt(DATA.transformer.bf16);
+    var b = BigInt(idiv(model.batch, l.data * l.fsdp)), S = BigInt(model.seq);
+    var T = b * S, t = BigInt(l.tensor), d = BigInt(model.d_model);
+    var k = BigInt(model.headDim), heads = BigInt(model.heads) / t;
+    var kv = BigInt(model.kv) / t, mlp = BigInt(model.mlp) / t;
+    var every = {
+      "q, k, v": BF16 * T * (heads + 2n * kv) * k,
+      scores: F32 * b * heads * S * S,
+      context: BF16 * T * heads * k,
+      out: BF16 * T * d,
+      mlp: (model.gated ? 2n : 1n) * BF16 * T * mlp
+    };
+    return DATA.remat.saves[String(policy)].reduce(function (n, name) {
+      return n + every[name];
+    }, 0n);
+  }
+
+  // transformer_cost.policy_temp_bytes: full remat's temporaries and what the policy
+  // keeps beyond each layer's input, for every layer; on the CPU (one memory) "offload"
+  // keeps "names"'s on the device.
+  function policyTempBytes(model, l, backend) {
+    var policy = model.remat;
+    if (policy === false) return tempBytes(model, l, backend);
+    if (DATA.remat.offloaded.indexOf(policy) >= 0 && backend === "cpu") policy = "names";
+    var full = tempBytes(Object.assign({}, model, { remat: true }), l, backend);
+    return full + BigInt(model.layers) * policyExtra(model, l, policy);
+  }
+
+  // transformer_cost.host_bytes: what "offload" keeps in host memory ("names"'s terms),
+  // for every layer; none on the CPU.
+  function hostBytes(model, l, backend) {
+    if (DATA.remat.offloaded.indexOf(model.remat) < 0 || backend === "cpu") return 0n;
+    return BigInt(model.layers) * policyExtra(model, l, "names");
+  }
+
+  // transformer_cost.temp_bytes, in exact integers (BigInt), with remat (any policy) or
+  // without.
   function tempBytes(model, l, backend) {
     var T_ = DATA.transformer, F32 = BigInt(DATA.f32), BF16 = BigInt(T_.bf16);
     var BOOL = BigInt(T_.bool), INT32 = BigInt(DATA.int32);
@@ -473,6 +521,14 @@
     var tokens = B * S, M = BigInt(model.layerMatrices), L = BigInt(model.layers);
     var projections = 2n * tokens * M, attention = 4n * B * S * S * d;
     var down = 2n * tokens * d * BigInt(model.mlp);
+    // transformer_cost.recomputed_flops: what the policy runs again of a layer
+    var policy = model.remat, recompute = projections + attention - down;
+    if (policy === false || policy === "dots") recompute = 0n;
+    else if (policy === "dots_no_batch") recompute = attention;
+    else if (policy === "names" || policy === "offload") {
+      recompute = 2n * B * S * S * d + 2n * tokens * d * d +
+        (model.gated ? 2n : 1n) * 2n * tokens * d * BigInt(model.mlp);
+    }
     var forward = L * (projections + attention) + 2n * tokens * d * BigInt(model.vocab);
     if (!Object.prototype.hasOwnProperty.call(measured, model.optimizer)) {
       throw new CostModelError("the optimizer's FLOPs are measured for [" +
@@ -481,7 +537,7 @@
     }
     return {
       forward: forward, backward: 2n * forward,
-      recompute: model.remat ? L * (projections + attention - down) : 0n,
+      recompute: L * recompute,
       optimizer: measured[model.optimizer]
     };
   }
@@ -701,9 +757,11 @@
         return row;
       }
       // planner_page.memory_of: an integer total against a memory that may have a fraction
-      var temporaries = tempBytes(model, l, DATA.chips[c.chip].backend);
+      var chipBackend = DATA.chips[c.chip].backend; // the temporaries' (c.backend: state's)
+      var temporaries = policyTempBytes(model, l, chipBackend);
       var total = BigInt(state) + temporaries;
       row.temporaries = temporaries;
+      row.host = hostBytes(model, l, chipBackend);
       row.total = total;
       row.room = memory - Number(total);
       row.total_fits = total <= BigInt(Math.floor(memory));
@@ -777,7 +835,9 @@
     var sizes = { data: l.data, fsdp: l.fsdp, tensor: l.tensor };
     var n = l.data * l.fsdp * l.tensor, batch = model.batch;
     var fields = words.config_fields.map(function (k) { return k + "=" + model[k]; });
-    if (!model.remat) fields.push("remat=False");
+    if (model.remat !== true) {
+      fields.push("remat=" + (model.remat === false ? "False" : pystr(model.remat)));
+    }
     if (model.kv !== model.heads) fields.push("kv_heads=" + model.kv);
     if (model.gated) fields.push("gated=True");
     if (model.tied) fields.push("tied=True");
@@ -932,6 +992,13 @@
   var MODEL_FIELDS = ["vocab", "d_model", "heads", "kv_heads", "mlp", "layers", "seq",
     "gated", "tied"];
 
+  // planner_page.remat_text: the remat field's name for a Model.remat
+  function rematText(value) {
+    if (value === true) return "full";
+    if (value === false) return "none";
+    return String(value);
+  }
+
   function Planner(root) {
     this.root = root;
     this.form = root.querySelector("form");
@@ -964,6 +1031,10 @@
     }
     Object.keys(DATA.optimizers).sort().forEach(function (name) {
       f.optimizer.appendChild(element("option", { value: name }, name));
+    });
+    var policies = document.getElementById(f.remat.getAttribute("list"));
+    Object.keys(DATA.remat.form).forEach(function (name) {
+      policies.appendChild(element("option", { value: name }));
     });
     Object.keys(DATA.plans).forEach(function (name) {
       f.plan.appendChild(element("option", { value: name }, DATA.plans[name].label));
@@ -1010,6 +1081,7 @@
     var field = this.form.elements[name];
     if (!field) return;
     if (field.type === "checkbox") field.checked = value;
+    else if (name === "remat") field.value = rematText(value);
     else field.value = String(value);
   };
 
@@ -1047,7 +1119,7 @@
     OPTIONS.forEach(function (name) { raw[name] = f[name].checked; });
     raw.optimizer = f.optimizer.value;
     raw.param_bytes = f.param_bytes.value;
-    raw.remat = f.remat.checked;
+    raw.remat = f.remat.value;
     var problems = {};
     if (this.badPreset !== null) {
       problems.preset = "No preset " + pystr(this.badPreset) + ": pick one of [" +
@@ -1198,7 +1270,9 @@
       m.headDim + ", m = " + m.mlp + (m.gated ? " (gated)" : "") + ", V = " + m.vocab +
       (m.tied ? " (tied)" : "") + ", S = " + m.seq + ", B = " + m.batch + ", M = " +
       m.microbatches + ", p = " + m.param_bytes + ", slots = " + opt[0] + ", scalars = " +
-      opt[1] + ", remat = " + (m.remat ? 1 : 0) +
+      opt[1] + ", remat = " + (m.remat === false ? 0 : 1) + ", resum = " +
+      (m.remat === false || DATA.remat.keeps_output_projection.indexOf(m.remat) >= 0 ?
+        0 : 1) + " (remat policy " + rematText(m.remat) + ")" +
       "; the plan moves gathered weights in w_g = " + p.gather + " bytes, gradients in w_r = " +
       p.gradients + ", activations in w_a = " + p.activations +
       (departures.length ? " (" + departures.join("; ") + ")" : "") + ". " +
@@ -1264,8 +1338,10 @@
         row.setAttribute("data-total", String(r.total));
         row.setAttribute("data-room", String(r.room));
         row.setAttribute("data-total-fits", String(r.total_fits));
+        row.setAttribute("data-host", String(r.host));
         // exact integers (BigInt); Python's int / 1024**k rounds once, as Number() does
-        figure("temporaries", sizeText(Number(r.temporaries)));
+        figure("temporaries", sizeText(Number(r.temporaries)) + (r.host ?
+          fill(DATA.coverage.labels.host, { host: sizeText(Number(r.host)) }) : ""));
         figure("total", sizeText(Number(r.total)) + ": " + roomText(r),
           r.total_fits ? {} : { class: "planner-figure planner-over" });
       } else {

@@ -59,7 +59,7 @@ DRIVE = """(cases) => {
           compute_bound: d.computeBound};
         const memory = d.temporaries === undefined ? {} : {
           temporaries: d.temporaries, total: d.total, room: d.room,
-          total_fits: d.totalFits === 'true'};
+          total_fits: d.totalFits === 'true', host: d.host};
         return {
           ...where,
           ...memory,
@@ -119,9 +119,16 @@ def read_back(result: dict) -> dict:
                 "total": int(r["total"]),
                 "room": float(r["room"]),
                 "total_fits": r["total_fits"],
+                "host": int(r["host"]),
             }
         rows.append(row)
     return {"rows": rows}
+
+
+def typed(grid: list[dict]) -> list[dict]:
+    """The cases as a reader types them: the remat field holds a name (none, full or
+    the policy's), not Model.remat's value."""
+    return [{**c, "remat": planner_page.remat_text(c["remat"])} for c in grid]
 
 
 def wanted(case: dict) -> dict:
@@ -161,7 +168,7 @@ def test_the_grid_covers_what_the_form_offers():
         ("param_bytes", {2, 4}),
         ("backend", {"cpu", "tpu"}),
         ("plan", set(planner_page.plans())),
-        ("remat", {True, False}),
+        ("remat", {*planner_page.REMAT_FORM.values(), "dot"}),
         ("gated", {True, False}),
         ("tied", {True, False}),
         ("preset", {planner_page.CUSTOM, *planner_page.presets()}),
@@ -219,7 +226,7 @@ def test_the_page_shows_what_the_planner_computes_for_every_case(
 ):
     grid = planner_page.cases()[::step]
     page, seen = visit(context, base_url + PAGE, wait="load")
-    got = page.evaluate(DRIVE, grid)
+    got = page.evaluate(DRIVE, typed(grid))
     page.close()
     assert seen.console_errors == [] and seen.foreign == []
     wrong = []
@@ -263,7 +270,7 @@ def test_the_page_greys_and_marks_what_the_planner_refuses(context, base_url):
         for change in (*planner_page.REFUSED, *planner_page.GREYED)
     ]
     page, seen = visit(context, base_url + PAGE, wait="load")
-    got = page.evaluate(DRIVE, grid)
+    got = page.evaluate(DRIVE, typed(grid))
     page.close()
     assert seen.console_errors == []
     for case, result in zip(grid, got, strict=True):

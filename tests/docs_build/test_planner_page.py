@@ -1009,7 +1009,7 @@ const out = cases.map((c) => {
                       fits: r.fits, checked: r.checked, basis: r.basis});
     if (r.temporaries !== undefined) {
       Object.assign(o, {temporaries: String(r.temporaries), total: String(r.total),
-                        room: r.room, total_fits: r.total_fits});
+                        room: r.room, total_fits: r.total_fits, host: String(r.host)});
     }
     // JSON has no Infinity: a layout never compute-bound says so in words
     o.time = {...r.time};
@@ -1039,7 +1039,9 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     (tmp_path / "data.json").write_text(
         planner_page.data_json().replace("\\u003c", "<")
     )
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    # the remat field holds a name: none, full or the policy's
+    typed = [{**c, "remat": planner_page.remat_text(c["remat"])} for c in cases]
+    (tmp_path / "cases.json").write_text(json.dumps(typed))
     (tmp_path / "drive.js").write_text(NODE)
     script = PAGE.parents[1] / "javascripts" / "strategy-planner.js"
     done = subprocess.run(
@@ -1072,7 +1074,7 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
             layout = planner_page.row_layout(w)
             expect["program"] = planner_program.text_or_why(model, layout)
             programs += "text" in expect["program"]
-            for k in ("temporaries", "total"):
+            for k in ("temporaries", "total", "host"):
                 if k in expect:
                     expect[k] = str(expect[k])
             if expect.get("time", {}).get("compute_bound") == math.inf:

@@ -4,6 +4,7 @@ holds; run on 8 CPU devices after the transformer page's names, it trains one st
 out every parameter as it says, and holds the state bytes the planner counts."""
 
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -121,7 +122,17 @@ COPY_PASTE = [
         marks=() if lay.mesh in EVERY_PUSH else pytest.mark.daily,
     )
     for lay in pl.layouts(8, stages=False)
-] + [pytest.param(LLAMA_STYLE, pl.Layout("data x FSDP", 2, 4), id="llama (2, 4, 1)")]
+] + [
+    pytest.param(LLAMA_STYLE, pl.Layout("data x FSDP", 2, 4), id="llama (2, 4, 1)"),
+    # a remat policy the planner prints by name (Config(..., remat='offload')): daily,
+    # its step took 41 s of the shared two cores
+    pytest.param(
+        dataclasses.replace(SMALL, remat="offload"),
+        pl.Layout("FSDP x tensor", fsdp=4, tensor=2),
+        id="small offload (1, 4, 2)",
+        marks=pytest.mark.daily,
+    ),
+]
 
 
 @pytest.mark.parametrize(("model", "layout"), COPY_PASTE)
