@@ -157,6 +157,8 @@ INPUTS = (
     "snippets/advanced/sequence_parallel/ring.py",
     "snippets/advanced/sequence_parallel/attention.py",
     "snippets/advanced/sequence_parallel/mlp.py",
+    "snippets/advanced/sequence_parallel/ulysses.py",
+    "snippets/advanced/expert_parallel/balance.py",
     "snippets/advanced/expert_parallel/capacity.py",
     "snippets/advanced/expert_parallel/dispatch.py",
     "snippets/advanced/expert_parallel/layer.py",
@@ -171,6 +173,8 @@ INPUTS = (
     "snippets/guides/out_of_memory/step.py",
     "snippets/training/pipeline_training/schedule.py",
     "snippets/training/pipeline_training/step.py",
+    "snippets/training/fsdp/memory.py",
+    "snippets/training/fsdp/zero.py",
 )
 
 
