@@ -12,6 +12,10 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-programs: NAME | NAME -->`: programs of the "Beyond the basics" pages
   (docs_build/compiled/advanced.py) on each 8-device target: collectives, bytes sent, and the
   matmuls scheduled while each asynchronous collective is in flight.
+- `<!-- tpu-zero -->`: the FSDP page's ZeRO-1 and ZeRO-2 steps beside data parallelism
+  and its FSDP step, on each 8-device target: collectives, bytes sent, arguments.
+- `<!-- tpu-ulysses -->`: the sequence-parallel page's Ulysses attention against its ring,
+  per head, on each 8-device target.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
@@ -538,6 +542,89 @@ def _advanced_rows(names: str, data: dict, row) -> list[str]:
             cells = row(advanced_program(target, name, data))
             lines.append(f"| {name} | {target} | " + " | ".join(cells) + " |")
     return lines
+
+
+def any_program(target: str, name: str, data: dict | None = None) -> dict:
+    """A training step (`program`) or an advanced page's program, by name."""
+    data = data or results()
+    try:
+        return program(target, name, data)
+    except CompiledResultsError:
+        return advanced_program(target, name, data)
+
+
+# The FSDP page's ZeRO steps beside the steps that keep (data parallel) and split
+# (the FSDP page's own step) everything, on the advanced programs' targets.
+ZERO_TABLE = "<!-- tpu-zero -->"
+ZERO_STEPS = ("data parallel", "ZeRO-1 step", "ZeRO-2 step", "FSDP, explicit gather")
+
+
+def zero_table(data: dict | None = None) -> str:
+    """Per target, data parallelism, ZeRO-1, ZeRO-2 and FSDP: collectives, bytes sent,
+    and the arguments (parameters, Adam's state, the batch) one device holds."""
+    data = data or results()
+    lines = [
+        "| target | step | collectives | sent per device | arguments per device |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        for name in ZERO_STEPS:
+            p = any_program(target, name, data)
+            lines.append(
+                f"| {target} | {name.removesuffix(' step')} | {_kinds(p)} | "
+                f"{_size(wire_mib(p) * MIB)} | "
+                f"{p['memory']['argument_bytes'] / MIB:,.1f} MiB |"
+            )
+    m = data["model"]
+    caption = (
+        f"One training step of the MLP (width {m['d']}, hidden {m['hidden']}, batch "
+        f"{m['batch']}, float32, Adam) on 8 devices, per device: each kind of collective "
+        "(its count, dtype and whether it runs asynchronously), the bytes sent by the ring "
+        "model, and the arguments: parameters, Adam's state and the device's batch, "
+        f"{_compiled(data, data['advanced']['targets'])}."
+    )
+    how = (
+        "ZeRO-1 and ZeRO-2: this page's `compile_zero1` and `compile_zero2`; data "
+        "parallel: the choosing page's step; FSDP: this page's `fsdp_step_for` "
+        "(docs_build/compiled/advanced.py and steps.py). Arguments: memory_analysis()."
+        f" {_where(data, data['advanced']['targets'])}"
+    )
+    return _boxed(lines, caption, how)
+
+
+# The sequence-parallel page: Ulysses on 8 heads against the ring on one, per head.
+ULYSSES_TABLE = "<!-- tpu-ulysses -->"
+
+
+def ulysses_table(data: dict | None = None) -> str:
+    """Per target: the ring's collectives and bytes for one head, Ulysses's for its
+    heads, and both per head."""
+    data = data or results()
+    lines = [
+        "| target | ring, 1 head | Ulysses, all heads | sent per head<br>ring / Ulysses |",
+        "|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        ring_p = advanced_program(target, "ring attention", data)
+        uly = advanced_program(target, "Ulysses attention", data)
+        heads = uly["extra"]["heads"]
+        lines.append(
+            f"| {target} | {_kinds(ring_p)} | {_kinds(uly)} | "
+            f"{_size(wire_mib(ring_p) * MIB)} / {_size(wire_mib(uly) * MIB / heads)} |"
+        )
+    caption = (
+        "Causal attention over 32768 positions of 128 features in bfloat16, per device: "
+        "the ring's program for one head and Ulysses's for "
+        f"{heads} heads (the fewest it takes on 8 devices), each kind of collective (its "
+        "count, dtype and whether it runs asynchronously) and the bytes sent by the ring "
+        f"model per head, {_compiled(data)}."
+    )
+    how = (
+        "Sent per head: the ring's program sends for its one head; Ulysses's sends for all "
+        f"its heads in the same collectives, divided by {heads}. {_where(data)} Sizes: "
+        "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption, how)
 
 
 def work_table(names: str, data: dict | None = None) -> str:
@@ -1198,6 +1285,10 @@ def fill(markdown: str) -> str:
     if APPROACHES_TABLE in markdown:
         markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
     markdown = PROGRAMS_TABLE.sub(lambda m: programs_table(m.group(1)), markdown)
+    if ZERO_TABLE in markdown:
+        markdown = markdown.replace(ZERO_TABLE, zero_table())
+    if ULYSSES_TABLE in markdown:
+        markdown = markdown.replace(ULYSSES_TABLE, ulysses_table())
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)
