@@ -16,6 +16,8 @@ A page writes a marker where generated evidence goes:
   and its FSDP step, on each 8-device target: collectives, bytes sent, arguments.
 - `<!-- tpu-ulysses -->`: the sequence-parallel page's Ulysses attention against its ring,
   per head, on each 8-device target.
+- `<!-- tpu-balance -->`: the expert-parallel page's load-balancing loss and its gradient
+  for the router, on each 8-device target: each collective and the bytes sent.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
@@ -553,10 +555,30 @@ def any_program(target: str, name: str, data: dict | None = None) -> dict:
         return advanced_program(target, name, data)
 
 
+def _kinds_forms(p: dict) -> str:
+    """As `_kinds`, but counting how each runs: `4 all-gather, f32, 1 async + 3 sync`."""
+    parts = []
+    for kind, s in p["summary"].items():
+        mine = [c for c in p["collectives"] if c["kind"] == kind]
+        forms = [
+            "async" if c["form"] in ("async", "async-fusion") else "sync" for c in mine
+        ]
+        how = " + ".join(
+            f"{forms.count(f)} {f}" if len(set(forms)) > 1 else f
+            for f in ("async", "sync")
+            if f in forms
+        )
+        dtypes = "/".join(sorted({c["dtype"] for c in mine}))
+        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
+        parts.append(f"{s['count']} {kind}{runs}, {dtypes}, {how}")
+    return "; ".join(parts) or "none"
+
+
 # The FSDP page's ZeRO steps beside the steps that keep (data parallel) and split
 # (the FSDP page's own step) everything, on the advanced programs' targets.
 ZERO_TABLE = "<!-- tpu-zero -->"
 ZERO_STEPS = ("data parallel", "ZeRO-1 step", "ZeRO-2 step", "FSDP, explicit gather")
+ZERO_LABELS = {"FSDP, explicit gather": "FSDP, this page's step"}
 
 
 def zero_table(data: dict | None = None) -> str:
@@ -571,7 +593,8 @@ def zero_table(data: dict | None = None) -> str:
         for name in ZERO_STEPS:
             p = any_program(target, name, data)
             lines.append(
-                f"| {target} | {name.removesuffix(' step')} | {_kinds(p)} | "
+                f"| {target} | {ZERO_LABELS.get(name, name.removesuffix(' step'))} | "
+                f"{_kinds_forms(p)} | "
                 f"{_size(wire_mib(p) * MIB)} | "
                 f"{p['memory']['argument_bytes'] / MIB:,.1f} MiB |"
             )
@@ -609,7 +632,7 @@ def ulysses_table(data: dict | None = None) -> str:
         uly = advanced_program(target, "Ulysses attention", data)
         heads = uly["extra"]["heads"]
         lines.append(
-            f"| {target} | {_kinds(ring_p)} | {_kinds(uly)} | "
+            f"| {target} | {_kinds_forms(ring_p)} | {_kinds_forms(uly)} | "
             f"{_size(wire_mib(ring_p) * MIB)} / {_size(wire_mib(uly) * MIB / heads)} |"
         )
     caption = (
@@ -623,6 +646,41 @@ def ulysses_table(data: dict | None = None) -> str:
         "Sent per head: the ring's program sends for its one head; Ulysses's sends for all "
         f"its heads in the same collectives, divided by {heads}. {_where(data)} Sizes: "
         "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption, how)
+
+
+# The expert-parallel page: its load-balancing loss and that loss's gradient for the router.
+BALANCE_TABLE = "<!-- tpu-balance -->"
+BALANCE = ("MoE balance loss", "MoE balance loss gradient")
+
+
+def _each(p: dict) -> str:
+    """`all-reduce s32[8], all-reduce f32[8]`: each collective and what it carries."""
+    return ", ".join(f"{c['kind']} {' '.join(c['shapes'])}" for c in p["collectives"])
+
+
+def balance_table(data: dict | None = None) -> str:
+    """Per target: the loss's and its gradient's collectives, and the bytes each sends."""
+    data = data or results()
+    lines = [
+        "| target | loss | sent | gradient for the router | sent |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        cells = []
+        for name in BALANCE:
+            p = advanced_program(target, name, data)
+            cells += [_each(p), f"{wire_mib(p) * MIB:,.0f} B"]
+        lines.append(f"| {target} | " + " | ".join(cells) + " |")
+    caption = (
+        "Per device and per call, each collective with the array it carries, and the bytes "
+        f"sent by the ring model, {_compiled(data)}."
+    )
+    how = (
+        "The loss: `balance_loss` jitted as `against_numpy` does; its gradient: "
+        "`jax.grad` of it for the router, as `descend` takes it, with the tokens an "
+        f"argument. {_where(data)} Sizes: docs_build/compiled/advanced.py."
     )
     return _boxed(lines, caption, how)
 
@@ -1289,6 +1347,8 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(ZERO_TABLE, zero_table())
     if ULYSSES_TABLE in markdown:
         markdown = markdown.replace(ULYSSES_TABLE, ulysses_table())
+    if BALANCE_TABLE in markdown:
+        markdown = markdown.replace(BALANCE_TABLE, balance_table())
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)
