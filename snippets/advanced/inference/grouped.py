@@ -212,6 +212,13 @@ def on_head_split(weights: dict, kv_heads: int, prompt, new_tokens: int = 8):
 # --8<-- [end:head-split]
 
 
+def per_device() -> dict:
+    # --8<-- [start:per-device-run]
+    found = cache_per_device(batch=8)
+    # --8<-- [end:per-device-run]
+    return found
+
+
 def head_cap(mesh) -> None:
     # --8<-- [start:head-cap]
     try:
@@ -243,7 +250,7 @@ def main() -> None:
     from snippets.advanced.inference.layouts import make_mesh
 
     _, prompt = make_prompt()
-    cache_per_device()
+    per_device()
     head_cap(make_mesh())
     compare_head_split(prompt)
 
