@@ -30,6 +30,12 @@ def test_v5e_memory_figures_are_googles():
     assert cm.V5E.memory_per_second == 819e9 and cm.V5E.memory_bytes == 16e9
 
 
+def test_bfloat16_is_the_dtype_every_chip_publishes_a_peak_for():
+    """The page: 'the dtype for which every chip below publishes a peak'."""
+    assert all(c.bf16_flops for c in cm.LINKS.values())
+    assert {k for k, c in cm.LINKS.items() if c.f32_flops is None} == {"v5e", "v5p"}
+
+
 @pytest.mark.parametrize(
     ("weights", "flops", "cache", "ridge"),
     [(100, 22, 1, 10), (147456, 163840, 0, 240.5), (10, 50, 4, 12), (5, 3, 1, 3)],

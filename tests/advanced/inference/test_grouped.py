@@ -128,6 +128,12 @@ def test_head_mesh_puts_each_query_head_with_its_key_value_head(devices):
             assert stop - first == 1  # one query head per device
             start, end, _ = kv_of[shard.device]
             assert end - start == 1 and start == first // group
+    # "the key-value heads and the device count both divide 8, so the smaller divides
+    # the larger": every such pair makes a mesh
+    for kv_heads in (1, 2, 4, 8):
+        for n in (1, 2, 4, 8):
+            mesh = grouped.head_mesh(kv_heads, jax.devices()[:n])
+            assert mesh.shape["kv"] == min(kv_heads, n)
     with pytest.raises(ValueError, match="8 query heads do not split over 3 devices"):
         grouped.head_mesh(1, jax.devices()[:3])
     with pytest.raises(ValueError, match="cannot share 5 key-value heads"):

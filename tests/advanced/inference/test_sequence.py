@@ -159,4 +159,6 @@ def test_the_prose_quotes_the_run():
     text = " ".join(PAGE.read_text().split())
     assert "Each device holds 4 of the 32 slots." in text and decode.MAX_LEN == 32
     assert "two all-reduces per step" in text
+    assert "`head_dim + 1` numbers per query head and sequence" in text
+    assert decode.HEAD_DIM + 1 == 17  # f32[8,1,8,1,16] and f32[8,1,8,1,1] together
     assert re.search(r"gathers the whole cache onto every device", text)
