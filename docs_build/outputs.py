@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -473,6 +474,21 @@ def run_page(page: Path, blocks: list[Block], key: str) -> PageResult:
     return PageResult(rel, True, time.perf_counter() - start, outputs)
 
 
+def run_once(page: Path, blocks: list[Block], key: str, force: bool) -> PageResult:
+    """`run_page`, unless another process runs the same page now: pytest's workers and the
+    build each bring every page up to date, so on a fresh clone they would run each page
+    twice. The first to lock the page's cache file runs it; the others wait, then take its
+    result from the cache (as not run here)."""
+    rel = blocks[0].page
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(cache_file(rel).with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cached = None if force else load_cached(rel, key)
+        if cached is not None:
+            return PageResult(rel, False, 0.0, cached)
+        return run_page(page, blocks, key)
+
+
 def ensure(
     pages: list[Path],
     jobs: int | None = None,
@@ -505,14 +521,14 @@ def ensure(
     jobs = jobs or max(1, min(len(stale), os.cpu_count() or 1))
     errors: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_page, *plan): plan[0] for plan in stale}
+        futures = {pool.submit(run_once, *plan, force): plan[0] for plan in stale}
         for future in concurrent.futures.as_completed(futures):
             if future.cancelled():  # not started, because another page failed first
                 continue
             try:
                 result = future.result()
                 results[result.page] = result
-                if on_run is not None and not errors:
+                if on_run is not None and result.ran and not errors:
                     on_run(futures[future], result)
             except SnippetError as err:
                 errors.append(str(err))

@@ -202,6 +202,44 @@ def training_flops(strategy: str, mesh: dict[str, int], model: cm.MLP) -> float:
     )
 
 
+def compute_bound_batch(
+    strategy: str,
+    mesh: dict[str, int],
+    name: str,
+    model: cm.MLP,
+    plan: cm.Plan = cm.TEXTBOOK,
+    dtype: str = "bfloat16",
+) -> float:
+    """Rows per device above which the step's matmuls take longer than sending its bytes
+    over the chip's own links (ICI, NVLink), for any layout of one slice or node.
+
+    Rows per device: the batch over the `data` axis (tensor parallelism has none, so each
+    device takes the whole batch). Both times are linear in those rows b: compute k * b,
+    k = MATMULS * 2 * d * hidden / (model ways * C); the ring model's wire bytes under
+    `plan`, w0 + w1 * b, where w0 does not grow with the batch (gradients, gathered
+    weights) and w1 does (the all-reduced activations). They are equal at
+    b* = w0 / (W * k - w1). Where W * k <= w1 the activations alone outlast the matmuls
+    at every batch: inf. Tensor parallelism has w0 = 0, so its answer is 0 or inf."""
+    data, ways = _layout(strategy, mesh, model)
+    if data * ways < 2:
+        raise StepTimeError(
+            f"need at least 2 devices to communicate, not {data * ways}"
+        )
+
+    def wire(rows: int) -> float:
+        sized = cm.MLP(model.d, model.hidden, rows * data, model.microbatches)
+        return cm.wire_bytes(strategy, mesh, sized, plan)
+
+    per_row = wire(2) - wire(1)
+    fixed = wire(1) - per_row
+    rate = chip(name).within
+    row_seconds = MATMULS * 2 * model.d * model.hidden / ways / peak(name, dtype)
+    gain = row_seconds - per_row / rate  # what each more row adds to compute over links
+    if gain <= 0:
+        return math.inf
+    return fixed / rate / gain
+
+
 def compute_bound_rows(
     strategy: str, devices: int, name: str, model: cm.MLP, dtype: str = "bfloat16"
 ) -> float:
@@ -212,7 +250,7 @@ def compute_bound_rows(
     Compute: MATMULS * 2 * b * d * hidden / C for b rows per device. Communication: the
     ring model's wire bytes / W, which for these two layouts does not depend on the
     batch (2(N-1)/N of the float32 gradients). Equal at
-    b* = C * wire / (W * MATMULS * 2 * d * hidden)."""
+    b* = C * wire / (W * MATMULS * 2 * d * hidden): `compute_bound_batch` with w1 = 0."""
     if strategy not in ("data parallel", "FSDP"):
         raise StepTimeError(
             f"the threshold is derived for data parallel and FSDP, not {strategy!r}"
@@ -221,9 +259,4 @@ def compute_bound_rows(
         raise StepTimeError(f"need at least 2 devices to communicate, not {devices}")
     # the wire bytes of these layouts do not depend on the batch: price one that divides
     sizing = cm.MLP(model.d, model.hidden, devices)
-    wire = cm.wire_bytes(strategy, {"data": devices}, sizing)
-    return (
-        peak(name, dtype)
-        * wire
-        / (chip(name).within * MATMULS * 2 * model.d * model.hidden)
-    )
+    return compute_bound_batch(strategy, {"data": devices}, name, sizing, dtype=dtype)

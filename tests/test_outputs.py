@@ -1,6 +1,10 @@
 """docs_build.outputs: a page's fences, expanded as the site does, run as one cached program."""
 
+import fcntl
+import json
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -156,6 +160,32 @@ def test_a_page_runs_once_then_comes_from_the_cache(tmp_path, cache):
     write_page(tmp_path, "n = jax.device_count()", "print(n * 2, 'devices')")
     edited = outputs.ensure([page])[str(page)]
     assert edited.ran and edited.blocks[2] == [{"text": "16 devices\n"}]
+
+
+def test_a_page_another_process_is_running_is_waited_for_not_run_again(tmp_path, cache):
+    # pytest's workers and the build each bring every page up to date: while one runs a
+    # page, the others wait for it and take what it stored instead of running it again.
+    page = write_page(tmp_path, "print('ran here')")
+    blocks = outputs.page_blocks(page)
+    stored = outputs.cache_file(blocks[0].page)
+    cache.mkdir()
+    lock = open(stored.with_suffix(".lock"), "w")  # noqa: SIM115 (the other run closes it)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+
+    def the_other_run():
+        time.sleep(0.5)
+        key = outputs.cache_key(blocks)
+        text = [[{"text": "ran there\n"}]]
+        stored.write_text(json.dumps({"key": key, "blocks": text}), encoding="utf-8")
+        lock.close()
+
+    other = threading.Thread(target=the_other_run)
+    other.start()
+    heard = []
+    result = outputs.ensure([page], on_run=lambda *args: heard.append(args))
+    other.join()
+    assert result[str(page)].blocks == [[{"text": "ran there\n"}]]
+    assert not result[str(page)].ran and heard == []
 
 
 @pytest.mark.daily  # the runner's rarer paths; a failing block is named per push

@@ -9,7 +9,8 @@
 - `<!-- overlap-hide -->`: for the FSDP step at the compiled sizes, each layer's weight
   gather against the forward matmul before it: bytes / link bandwidth against FLOPs / peak,
   from the published figures in docs_build/costmodel.py LINKS. A lower-bound model, not a
-  measurement.
+  measurement. `<!-- overlap-hide-said -->`: the same rows, one sentence for another page
+  (the choosing page): the rows per device each chip needs before its gather can hide.
 
 Filled in by docs_build/compiled/pages.py `fill`, from the committed results, so a recompile
 redraws them (a `<!-- draw: -->` output is cached under a key that does not cover the
@@ -28,6 +29,7 @@ from docs_build.compiled.results import CompiledResultsError, program, results
 
 CHART = re.compile(r"<!-- overlap-chart: ([^/]+?) / ([^>]+?) -->")
 HIDE_TABLE = "<!-- overlap-hide -->"
+HIDE_SAID = "<!-- overlap-hide-said -->"
 # The chips of the hide table, each with the 8-device target its FSDP step was compiled for.
 HIDE_TARGETS = {"v5e": "v5e:2x4", "v5p": "v5p:2x2x2", "h100": "h100:1x8"}
 
@@ -299,8 +301,35 @@ def hide_table(data: dict | None = None) -> str:
     )
 
 
+def hide_said(data: dict | None = None) -> str:
+    """The hide table's last column in words, for prose: the rows per device from which
+    the second kernel's gather hides behind the matmul before it on each chip, and the
+    rows the compiled step has."""
+    data = data or results()
+    rows = [h for h in hide_rows(data) if h.flops]
+    said = [
+        f"{h.rows_needed:,.0f} on {cm.LINKS[h.chip].chip} "
+        f"({'bf16' if h.width == 2 else 'f32'})"
+        for h in rows
+    ]
+    said[0] = said[0].replace(" on ", " rows per device on ", 1)
+    listed = ", ".join(said[:-1]) + " and " + said[-1]
+    now = data["model"]["batch"] // 8
+    hidden = [cm.LINKS[h.chip].chip for h in rows if h.hides]
+    verdict = (
+        f"it hides on {' and '.join(hidden)}" if hidden else "it hides on none of them"
+    )
+    return (
+        "the FSDP step's gather of its second kernel can hide behind the first layer's "
+        f"forward matmul only with at least {listed}, at the width each compiled program "
+        f"gathers; the compiled step has {now} rows per device, so {verdict}"
+    )
+
+
 def fill(markdown: str) -> str:
     markdown = CHART.sub(lambda m: chart(*m.groups()), markdown)
     if HIDE_TABLE in markdown:
         markdown = markdown.replace(HIDE_TABLE, hide_table())
+    if HIDE_SAID in markdown:
+        markdown = markdown.replace(HIDE_SAID, hide_said())
     return markdown

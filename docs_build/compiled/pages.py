@@ -37,6 +37,11 @@ A page writes a marker where generated evidence goes:
   each TPU and GPU target (docs_build/steptime.py): compute, each network, the MFU bound;
   `<!-- time-threshold: N -->` the rows per device above which those steps, as taught, are
   compute-bound on N chips of each chip in costmodel.LINKS.
+- `<!-- time-strategies: TARGETS -->`: the same bounds for the four training layouts on the
+  targets named, with the bytes each sends (the choosing page);
+  `<!-- time-thresholds: TARGETS -->` the rows per device above which each layout's
+  matmuls outlast its communication on those targets' chips, under the plan each compiled
+  program chose (docs_build/steptime.py `compute_bound_batch`).
 - `<!-- overlap-chart: TARGET / PROGRAM -->` and `<!-- overlap-hide -->`: a program's
   schedule drawn, and when the FSDP step's gathers can hide (docs_build/compiled/overlap.py).
 - `<!-- tpu: TARGET / STRATEGY / FIELD -->`: one number in prose, in MiB per device: `wire`
@@ -108,6 +113,10 @@ SCHEDULE = re.compile(r"<!-- gpu-schedule: ([^/]+?) / ([^>]+?) -->")
 TIME_TABLE = "<!-- time-bounds -->"
 THRESHOLD = re.compile(r"<!-- time-threshold: (\d+) -->")
 TIME_STRATEGIES = ("data parallel", "FSDP")
+TIME_BY_STRATEGY = re.compile(r"<!-- time-strategies: ([^>]+?) -->")
+THRESHOLDS = re.compile(r"<!-- time-thresholds: ([^>]+?) -->")
+# The layouts whose FLOPs steptime models (the pipeline's program counts one tick).
+PRICED = ("data parallel", "FSDP", "tensor parallel", "2-D")
 # A table that sets the pipeline beside the training steps says what its step is.
 ROW_LABEL = {"pipeline": "pipeline (forward pass only)"}
 
@@ -268,11 +277,15 @@ def compare_table(named: str, data: dict | None = None) -> str:
     strategies = [s.strip() for s in named.split("|")]
     several = len(strategies) > 1
     head = "| strategy " if several else ""
+    # a lower bound on the step's time where steptime models its FLOPs (not the pipeline)
+    timed = all(base_strategy(s) in PRICED for s in strategies)
     lines = [
         head
         + "| target | collectives per step | sent per device | state | temporaries "
-        "| peak |",
-        ("|---" if several else "") + "|---|---|---:|---:|---:|---:|",
+        "| peak |" + (" step at least |" if timed else ""),
+        ("|---" if several else "")
+        + "|---|---|---:|---:|---:|---:|"
+        + ("---:|" if timed else ""),
     ]
     for strategy in strategies:
         for target in data["targets"]:
@@ -290,6 +303,8 @@ def compare_table(named: str, data: dict | None = None) -> str:
                 f"{mib(p, 'temp'):.1f} MiB",
                 peak,
             ]
+            if timed:
+                cells.append("-" if family_of(target) == "cpu" else bound_cell(p, data))
             lead = f"| {strategy} " if several else ""
             lines.append(lead + "| " + " | ".join(cells) + " |")
     held = (
@@ -302,12 +317,20 @@ def compare_table(named: str, data: dict | None = None) -> str:
         f"holds ({held} as state), from the compiled programs' own analyses, "
         f"{_compiled(data)}."
     )
+    if timed:
+        caption += (
+            " Step at least: a lower bound on its time, the longest of its matmuls at "
+            "the chip's published bf16 peak and each network's bytes at its published "
+            "rate (in brackets, which one); none for the CPU."
+        )
     how = (
         "Sent: MiB per step by the ring model, over every collective of the compiled "
         "program (read by docs_build/hlo.py). State: the step's arguments; temporaries "
         "and peak: the compiler's memory_analysis(). The CPU backend's peak figure reads "
         f"below its own temporaries, so it is not shown. {_where(data)}"
     )
+    if timed:
+        how += f" {_time_how(data, list(data['targets']))}"
     return _boxed(lines, caption, how)
 
 
@@ -1211,6 +1234,8 @@ def fill(markdown: str) -> str:
     if TIME_TABLE in markdown:
         markdown = markdown.replace(TIME_TABLE, time_table())
     markdown = THRESHOLD.sub(lambda m: threshold_text(int(m.group(1))), markdown)
+    markdown = TIME_BY_STRATEGY.sub(lambda m: strategy_time_table(m.group(1)), markdown)
+    markdown = THRESHOLDS.sub(lambda m: threshold_table(m.group(1)), markdown)
     markdown = gpu_card.fill(markdown)
     markdown = overlap.fill(markdown)
     return NUMBER.sub(lambda m: number(*m.groups()), markdown)
@@ -1233,6 +1258,11 @@ def _mlp(data: dict) -> cm.MLP:
     return cm.MLP(m["d"], m["hidden"], m["batch"], m["pipeline_microbatches"])
 
 
+def base_strategy(name: str) -> str:
+    """The layout a program's name varies: "FSDP, explicit gather" does FSDP's work."""
+    return name.split(",")[0]
+
+
 def step_bound(p: dict, data: dict | None = None) -> steptime.Bound:
     """A compiled program's lower bounds: its matmul FLOPs at the chip's bf16 peak, and
     the bytes it sends over each network at that network's published rate."""
@@ -1240,7 +1270,7 @@ def step_bound(p: dict, data: dict | None = None) -> steptime.Bound:
     family = tg.FAMILIES[family_of(p["target"])]
     if family.within is None:
         raise CompiledResultsError(f"no published peak for target {p['target']!r}")
-    flops = steptime.matmul_flops(p["strategy"], p["mesh"], _mlp(data))
+    flops = steptime.matmul_flops(base_strategy(p["strategy"]), p["mesh"], _mlp(data))
     sent = {net: network_mib(p, net) * MIB for net in (family.within, family.between)}
     return steptime.bound(flops, sent, chip_key(p["target"]))
 
@@ -1317,3 +1347,152 @@ def threshold_text(devices: int, data: dict | None = None) -> str:
     said = [f"{value:,.0f} on {cm.LINKS[key].chip}" for key, value in rows.items()]
     said[0] = said[0].replace(" on ", " rows per device on ", 1)
     return ", ".join(said[:-1]) + " and " + said[-1]
+
+
+def bound_cell(p: dict, data: dict | None = None) -> str:
+    """`294 µs (ICI)`: a program's least step time and what sets it."""
+    b = step_bound(p, data)
+    if b.compute >= b.communication:
+        what = "compute"
+    else:
+        what = NETWORK_LABEL[max(b.networks, key=b.networks.get)]
+    return f"{_us(b.perfect_overlap)} ({what})"
+
+
+def _chips(targets: list[str]) -> list[cm.Links]:
+    """The chips of the TPU and GPU targets named, once each, in order."""
+    return list(dict.fromkeys(links(t) for t in targets if family_of(t) != "cpu"))
+
+
+def _time_how(data: dict, targets: list[str]) -> str:
+    """The fold's words for a table priced at published figures: each chip's source."""
+    sources = "; ".join(f"{c.chip}: [{c.source}]({c.url})" for c in _chips(targets))
+    return (
+        "Time bounds (docs_build/steptime.py): the matrix multiplications, "
+        f"{steptime.MATMULS} \u00b7 2 \u00b7 batch \u00b7 d \u00b7 hidden FLOPs over "
+        "the devices, at the chip's dense bfloat16 peak, and each network's bytes at its "
+        "rate per chip and direction; published figures (docs_build/costmodel.py): "
+        f"{sources}."
+    )
+
+
+def _priced_targets(data: dict, named: str) -> list[str]:
+    targets = _targets(data, named)
+    for t in targets:
+        if family_of(t) == "cpu":
+            raise CompiledResultsError(
+                f"{t!r} has no published peak or link rate: name TPU or GPU targets"
+            )
+    return targets
+
+
+def strategy_time_table(named: str, data: dict | None = None) -> str:
+    """Lower bounds on each training layout's step on the targets named: the bytes each
+    device sends, its compute and each network's time, and the least step time."""
+    data = data or results()
+    targets = _priced_targets(data, named)
+    lines = [
+        "| target | strategy | sent per device | compute | within a slice or node "
+        "| between | step at least |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for target in targets:
+        family = tg.FAMILIES[family_of(target)]
+        within, between = family.within, family.between
+        n = data["targets"][target]["devices"]
+        for strategy in PRICED:
+            p = program(target, strategy, data)
+            b = step_bound(p, data)
+            lines.append(
+                f"| {target}, {n} devices | {strategy} | {wire_mib(p):.1f} MiB "
+                f"| {_us(b.compute)} "
+                f"| {NETWORK_LABEL[within]} {_us(b.networks[within])} "
+                f"| {NETWORK_LABEL[between]} {_us(b.networks[between])} "
+                f"| {bound_cell(p, data)} |"
+            )
+    caption = (
+        f"{_model(data, list(PRICED))}: the bytes it sends and lower bounds on its "
+        f"time, from programs {_compiled(data, targets)}. Compute: its matrix multiplications "
+        "at the chip's published bfloat16 peak. Each network: its bytes at that "
+        "network's published rate (a GPU collective whose group spans two nodes counts "
+        "whole under InfiniBand). Step at least: the longest of these, as if everything "
+        "overlapped (in brackets, which one); a real step is slower."
+    )
+    how = f"{_time_how(data, targets)} {_where(data, targets)}"
+    return _boxed(lines, caption, how)
+
+
+def threshold_batches(
+    named: str, data: dict | None = None
+) -> dict[str, dict[str, float]]:
+    """For each training layout, on each target named (one slice or node), the rows per
+    device above which its matmuls outlast its communication, under the plan the
+    target's compiled program chose (inf: at no batch)."""
+    data = data or results()
+    targets = _priced_targets(data, named)
+    model = _mlp(data)
+    found = {}
+    for strategy in PRICED:
+        found[strategy] = {}
+        for target in targets:
+            p = program(target, strategy, data)
+            between = tg.FAMILIES[family_of(target)].between
+            if network_mib(p, between):
+                raise CompiledResultsError(
+                    f"{target} / {strategy} sends over {between}: the threshold is "
+                    "derived for one slice or node"
+                )
+            found[strategy][target] = steptime.compute_bound_batch(
+                strategy, p["mesh"], chip_key(target), model, cm.plan_of(p)
+            )
+    return found
+
+
+def rows_per_device(mesh: dict[str, int], data: dict) -> int:
+    """The rows of the batch one device computes on: the batch over the `data` axis."""
+    return data["model"]["batch"] // mesh.get("data", 1)
+
+
+def threshold_table(named: str, data: dict | None = None) -> str:
+    """The rows per device above which each layout is compute-bound, per target."""
+    data = data or results()
+    found = threshold_batches(named, data)
+    targets = _priced_targets(data, named)
+    lines = [
+        "| layout | rows per device, compiled | "
+        + " | ".join(f"{t} ({links(t).chip})" for t in targets)
+        + " |",
+        "|---|---:|" + "---:|" * len(targets),
+    ]
+    for strategy, by_target in found.items():
+        meshes = {str(program(t, strategy, data)["mesh"]) for t in targets}
+        if len(meshes) != 1:
+            raise CompiledResultsError(
+                f"{strategy} has different meshes on {targets}: compare one shape"
+            )
+        mesh = program(targets[0], strategy, data)["mesh"]
+        cells = [
+            "none" if math.isinf(rows) else f"{rows:,.0f}"
+            for rows in by_target.values()
+        ]
+        lines.append(
+            f"| {strategy} | {rows_per_device(mesh, data)} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    caption = (
+        "Rows per device (the batch over the data axis; tensor parallelism gives every "
+        "device the whole batch) above which the step's matrix multiplications, at the "
+        "chip's published bfloat16 peak, take longer than sending its bytes over the "
+        "chip's own links, by the ring model under the plan each compiled program chose. "
+        "None: sending the activations it all-reduces takes longer per row than its "
+        "matmuls, so no batch makes it compute-bound."
+    )
+    how = (
+        "Both times grow linearly with the rows per device, so they are equal at one "
+        "batch (docs_build/steptime.py compute_bound_batch); the bytes follow the cost "
+        "model's ring formulas (docs_build/costmodel.py wire_bytes), which give the "
+        "compiled programs' bytes at the compiled batch. "
+        f"{_time_how(data, targets)} {_where(data, targets)}"
+    )
+    return _boxed(lines, caption, how)

@@ -64,6 +64,57 @@ def test_a_comparison_table_names_its_backends_and_every_target():
     assert f"{mib('v5e:2x4', 'FSDP', 'peak'):.1f} MiB |" in row
 
 
+@pytest.mark.parametrize(
+    "named", ["data parallel", "FSDP, explicit gather | FSDP", "tensor parallel", "2-D"]
+)
+def test_a_training_steps_table_gives_its_time_bound(named):
+    """The training pages' comparison tables end with the step's lower bound on time on
+    every TPU and GPU target: the larger of its matmuls at the chip's published bf16 peak
+    and each network's bytes at its published rate, and which of them sets it."""
+    table = pages.compare_table(named)
+    head = next(line for line in table.splitlines() if "| target |" in line)
+    assert head.endswith("| peak | step at least |")
+    several = "|" in named
+    rows = [line for line in table.splitlines() if "devices<br>" in line]
+    assert len(rows) == len(named.split("|")) * len(pages.results()["targets"])
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        strategy = cells[0] if several else named
+        target = cells[1 if several else 0].split(",")[0]
+        if target == "cpu":
+            assert cells[-1] == "-"
+            continue
+        p = pages.program(target, strategy)
+        chip = cm.LINKS[pages.chip_key(target)]
+        flops = 10 * model().batch * model().d * model().hidden
+        flops /= pages.results()["targets"][target]["devices"]
+        family = pages.tg.FAMILIES[pages.family_of(target)]
+        times = {
+            "compute": flops / chip.bf16_flops,
+            pages.NETWORK_LABEL[family.within]: pages.network_mib(p, family.within)
+            * MIB
+            / chip.within,
+            pages.NETWORK_LABEL[family.between]: pages.network_mib(p, family.between)
+            * MIB
+            / chip.between,
+        }
+        what = max(times, key=times.get)
+        value, said = re.fullmatch(r"([\d,.]+) µs \((\w+)\)", cells[-1]).groups()
+        assert said == what
+        assert float(value.replace(",", "")) * 1e-6 == pytest.approx(
+            times[what], rel=5e-3
+        )
+    assert "Step at least: a lower bound on its time" in table
+    for key in ("v5e", "v5p", "h100"):
+        assert cm.LINKS[key].url in table
+
+
+def test_the_pipelines_table_has_no_time_bound():
+    """steptime does not model the pipeline's FLOPs: its table keeps six columns."""
+    table = pages.compare_table("pipeline")
+    assert "step at least" not in table and "Step at least" not in table
+
+
 def test_a_pipeline_table_does_not_call_its_step_a_training_step():
     caption = pages.compare_table("pipeline")
     assert "GPipe forward pass" in caption and "Adam" not in caption

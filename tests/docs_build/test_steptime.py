@@ -227,6 +227,107 @@ def test_the_threshold_is_a_multiple_of_the_chips_flops_per_byte():
         assert factor == pytest.approx(1.6 * 7 / 8, rel=1e-3)
 
 
+@pytest.mark.parametrize("key", sorted(cm.LINKS))
+@pytest.mark.parametrize(
+    ("strategy", "mesh"),
+    [
+        ("data parallel", {"data": 8}),
+        ("FSDP", {"data": 8}),
+        ("tensor parallel", {"model": 8}),
+        ("2-D", {"data": 2, "model": 4}),
+        ("2-D", {"data": 4, "model": 2}),
+    ],
+)
+def test_any_layouts_threshold_is_where_compute_meets_its_links(key, strategy, mesh):
+    """compute_bound_batch for every layout: where it is finite, the step's own matmul
+    FLOPs and ring-model bytes (steptime.bound on costmodel.wire_bytes) change places
+    between the whole batches either side of it; where it is inf, communication wins at
+    every batch from 1 to 2^20 rows per device."""
+    within = {"ICI": "ici", "NVLink": "nvlink"}[cm.LINKS[key].within_name]
+    data = mesh.get("data", 1)
+    rows = st.compute_bound_batch(strategy, mesh, key, MODEL)
+
+    def compute_wins(rows_per_device: int) -> bool:
+        model = cm.MLP(MODEL.d, MODEL.hidden, rows_per_device * data)
+        b = st.bound(
+            st.matmul_flops(strategy, mesh, model),
+            {within: cm.wire_bytes(strategy, mesh, model)},
+            key,
+        )
+        return b.compute > b.networks[within]
+
+    if math.isinf(rows):
+        assert not any(compute_wins(2**k) for k in range(21))
+    else:
+        assert rows > 1
+        below, above = math.ceil(rows) - 1, math.floor(rows) + 1
+        assert not compute_wins(below) and compute_wins(above)
+
+
+def test_data_parallel_and_fsdps_threshold_is_one_derivation():
+    for key in cm.LINKS:
+        for strategy in ("data parallel", "FSDP"):
+            assert st.compute_bound_rows(strategy, 8, key, MODEL) == pytest.approx(
+                st.compute_bound_batch(strategy, {"data": 8}, key, MODEL), rel=1e-12
+            )
+
+
+def test_the_thresholds_closed_forms():
+    """Tensor parallelism: 10 d hidden / (N C) per row against 2(N-1)/N 4 d / W, whatever
+    the batch, so inf unless hidden > 8 (N-1) C / (10 W); 2-D: b* = w0 / (W k - w1)."""
+    for key, c in cm.LINKS.items():
+        C, W = c.bf16_flops, c.within
+        wide = st.compute_bound_batch("tensor parallel", {"model": 8}, key, MODEL)
+        needed = 8 * 7 * C / (10 * W)
+        assert math.isinf(wide) == (MODEL.hidden <= needed), key
+        huge = cm.MLP(MODEL.d, math.ceil(needed / 8) * 8 + 8, MODEL.batch)
+        assert st.compute_bound_batch("tensor parallel", {"model": 8}, key, huge) == 0
+        held = (2 * MODEL.d * MODEL.hidden + MODEL.hidden) / 4 + MODEL.d
+        w0 = 2 * (2 - 1) / 2 * held * cm.F32
+        w1 = 2 * 3 / 4 * MODEL.d * cm.F32
+        k = 10 * MODEL.d * MODEL.hidden / 4 / C
+        expected = w0 / (W * k - w1) if W * k > w1 else math.inf
+        got = st.compute_bound_batch("2-D", {"data": 2, "model": 4}, key, MODEL)
+        assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_compiled_plan_moves_fsdps_threshold():
+    """v5e's FSDP program gathers bf16 weights and reduce-scatters (3/4 of data
+    parallelism's bytes); v5p's gathers bf16 and all-reduces (5/4): the threshold follows."""
+    dp = st.compute_bound_batch("data parallel", {"data": 8}, "v5e", MODEL)
+    bf16_rs = cm.Plan(width=2)
+    bf16_ar = cm.Plan(gradients="all-reduce", width=2)
+    for plan, ratio in ((bf16_rs, 0.75), (bf16_ar, 1.25)):
+        got = st.compute_bound_batch("FSDP", {"data": 8}, "v5e", MODEL, plan)
+        assert got == pytest.approx(ratio * dp, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: st.compute_bound_batch("pipeline", {"stage": 8}, "v5e", MODEL),
+            "pipeline's FLOPs are not modelled",
+        ),
+        (
+            lambda: st.compute_bound_batch("data parallel", {"data": 1}, "v5e", MODEL),
+            "at least 2 devices",
+        ),
+        (
+            lambda: st.compute_bound_batch("2-D", {"data": 8}, "v5e", MODEL),
+            "2-D needs a mesh with axes data and model",
+        ),
+        (
+            lambda: st.compute_bound_batch("FSDP", {"data": 3}, "v5e", MODEL),
+            "does not split over 3 devices",
+        ),
+    ],
+)
+def test_a_threshold_refuses_what_it_cannot_price(call, message):
+    with pytest.raises(cm.CostModelError, match=re.escape(message)):
+        call()
+
+
 # --- the scaling page ---------------------------------------------------------------------
 
 PAGE = (tg.HERE.parents[1] / "docs" / "training" / "scaling.md").read_text(
