@@ -82,6 +82,27 @@ def test_sequence_split_decoding_matches_one_device_and_numpy(run, page_inputs):
     assert lines[1] == "same tokens as one device: True, logits within 1e-05: True"
 
 
+def test_neither_batch_nor_key_value_heads_need_to_fill_the_mesh(x_mesh, page_inputs):
+    """The page: the split cache needs only a length that fills the mesh."""
+    _, prompt = page_inputs
+    weights = grouped.init_gqa(2)
+    first, step, args = sequence.by_sequence(x_mesh, 2, 2, decode.MAX_LEN)
+    on = jax.tree.map(lambda a: a.sharding, args)
+    tokens, logits = decode.generate(
+        first,
+        step,
+        jax.device_put(weights, on[0]),
+        jax.device_put(grouped.gqa_cache(2, 2), on[1]),
+        jax.device_put(prompt[:2], on[2]),
+        8,
+    )
+    want, want_logits = numpy_gqa_greedy(weights, prompt[:2], 8)
+    np.testing.assert_array_equal(tokens, want)
+    np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-5)
+    text = " ".join(PAGE.read_text().split())
+    assert "needs neither a batch nor key-value heads that fill the mesh" in text
+
+
 def test_the_step_writes_only_the_device_that_holds_the_slot(x_mesh):
     _, step, args = sequence.by_sequence(x_mesh, 2, 1, decode.MAX_LEN)
     on = jax.tree.map(lambda a: a.sharding, args)
