@@ -275,9 +275,9 @@ def test_the_inference_pages_claims_hold():
 
 
 def test_the_sequence_split_cache_keeps_its_two_all_reduces_on_every_target():
-    text = (ROOT / "docs" / "advanced" / "inference.md").read_text()
+    text = (ROOT / "docs" / "advanced" / "inference-caches.md").read_text()
     assert "<!-- tpu-programs: decode, MQA cache by sequence -->" in text
-    said = page("inference.md")
+    said = page("inference-caches.md")
     assert (
         "On every target the step keeps its two all-reduces of float32 partial "
         "results, a few kilobytes per step" in said

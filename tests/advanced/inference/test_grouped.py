@@ -11,7 +11,7 @@ from snippets.advanced.inference import decode, grouped
 from snippets.hlo import count_collectives
 from tests.advanced.inference.conftest import numpy_greedy, quietly
 
-PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference-caches.md"
 
 
 def numpy_gqa_logits(weights: dict, tokens: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from snippets.hlo import count_collectives, read_collectives
 from tests.advanced.inference.conftest import quietly
 from tests.advanced.inference.test_grouped import numpy_gqa_greedy
 
-PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference-caches.md"
 
 
 @pytest.fixture(scope="module")

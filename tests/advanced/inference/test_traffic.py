@@ -11,7 +11,7 @@ from docs_build.compiled import pages
 from snippets.advanced.inference import decode, grouped, traffic
 from tests.advanced.inference.conftest import quietly
 
-PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "inference-caches.md"
 EMBEDDINGS = 4 * (decode.VOCAB + decode.MAX_LEN) * decode.D_MODEL  # f32 tables
 
 
