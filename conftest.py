@@ -58,6 +58,7 @@ LAST = (
     "tests/test_home.py",
     "tests/test_build_talk.py",
     "tests/docs_build/test_markers.py",
+    "tests/exercises/test_notebook.py",
 )
 
 

@@ -6,6 +6,15 @@
 - `step_flow(compiled, model, title)`: the collectives of a compiled training step in the order
   the program runs them, with the compute between them, each gather named by the parameter it
   makes whole (matched by shape against the model's parameters).
+- `arrows(f, before, after, title)`: one collective as a row of devices before and a row
+  after, with an arrow for every piece of data that moves: which collective and which device
+  groups come from compiling `f` as the collectives page runs it, where each piece goes from
+  the two arrays (and the two must agree).
+- `ring_steps(compiled, mesh, title)`: which block each device holds at each step of a ring,
+  from the (source, destination) pairs of the compiled program's collective-permutes.
+- `dispatch(received, title)`: a mixture of experts' all-to-all, one arrow from each device
+  to each expert's device as wide as the tokens it sent there, counted from the slots
+  that hold a token in what each expert's device received.
 
 Device colours are the collectives page's (`render.DEVICE_COLOURS`); the stylesheet swaps them
 for the dark scheme's by matching the colour written inline, as it does for `per_device_table`.
@@ -295,4 +304,426 @@ def step_flow(compiled, model, title: str) -> object:
     return _render().Html(html=flow, text="\n".join(text))
 
 
-DRAWINGS = {"blocks": blocks, "step_flow": step_flow}
+# ---------------------------------------------------------------------------------------------
+# One collective as arrows between a row of devices before it and a row after it.
+
+BOX_H, LEFT = 22, 60  # a device's box; the column of the row labels
+TOP_Y = 2 * LINE + 4  # the boxes before, below the heading and the device ids
+BAND = 80  # the arrows' height
+REDUCTIONS = ("all-reduce", "reduce-scatter")
+
+
+def collective_program(f, before) -> tuple[str, list[list[int]]]:
+    """The one collective `f` compiles to when each device runs it on its row of `before`
+    (as the collectives page's `per_device` does): its kind and its groups as device ids,
+    a permute's groups being its (source, destination) pairs."""
+    import jax
+    from jax import P
+
+    from snippets.hlo import read_collectives
+
+    mesh = before.sharding.mesh
+    spec = P(mesh.axis_names)
+    run = jax.shard_map(
+        lambda block: f(block[0])[None], mesh=mesh, in_specs=spec, out_specs=spec
+    )
+    found = read_collectives(jax.jit(run).lower(before).compile())
+    if len(found) != 1:
+        raise ValueError(
+            f"arrows draws one collective; the function compiles to {len(found)}: "
+            f"{[c.kind for c in found]}."
+        )
+    ids = [d.id for d in mesh.devices.flat]  # partition p runs on device ids[p]
+    return found[0].kind, [[ids[p] for p in group] for group in found[0].groups]
+
+
+def _values(row) -> list:
+    return row.ravel().tolist()
+
+
+def _spell(values: list) -> str:
+    return " ".join(f"{v:g}" for v in values)
+
+
+def moved_pieces(
+    before, after
+) -> list[tuple[int, int, int, int, int, int, list]] | None:
+    """Where each run of values in `after` came from: (source, first and end position in
+    its row before, receiver, first and end position in its row after, values), or None
+    when `after` holds a value that no single device held (new data, such as a sum)."""
+    render = _render()
+    rows = {d.id: _values(b) for d, b in render._device_rows(before, "before")}
+    owner: dict[object, int | None] = {}
+    for device, values in rows.items():
+        for v in values:
+            owner[v] = None if v in owner else device
+    pieces: list = []
+    for receiver, got in render._device_rows(after, "after"):
+        for p, v in enumerate(_values(got)):
+            source = owner.get(v) if after.dtype == before.dtype else None
+            if source is None:
+                return None
+            q = rows[source].index(v)
+            last = pieces[-1] if pieces else None
+            if last and last[3] == receiver.id and last[0] == source and last[2] == q:
+                pieces[-1] = (
+                    *last[:2],
+                    q + 1,
+                    receiver.id,
+                    last[4],
+                    p + 1,
+                    [*last[6], v],
+                )
+            else:
+                pieces.append((source, q, q + 1, receiver.id, p, p + 1, [v]))
+    return pieces
+
+
+def _sent_pairs(kind: str, groups: list[list[int]]) -> set[tuple[int, int]]:
+    if kind == "collective-permute":
+        return {(s, r) for s, r in groups}
+    return {(s, r) for g in groups for s in g for r in g if s != r}
+
+
+def _arrow(x1: float, y1: float, x2: float, y2: float) -> str:
+    """A downward arrow as path data: the line, then a chevron at its end."""
+    return f"M{x1:.0f} {y1:.0f}L{x2:.0f} {y2:.0f}l-3-6m3 6l3-6"
+
+
+def _sends(pieces: list) -> list[str]:
+    """Each device's sends, in words: to every device at once when it sends them all the
+    same values."""
+    by_source: dict[int, list[tuple[int, list]]] = {}
+    for s, _, _, r, _, _, values in pieces:
+        by_source.setdefault(s, []).append((r, values))
+    lines = []
+    for s, sent in sorted(by_source.items()):
+        to = [r for r, _ in sent]
+        if len(sent) > 2 and all(v == sent[0][1] for _, v in sent):
+            lines.append(
+                f"device {s} sends {_spell(sent[0][1])} to devices {_ranges(to)}"
+            )
+        elif len(sent) > 2 and to == sorted(to):
+            lines.append(
+                f"device {s} sends one piece to each of devices {_ranges(to)} in turn: "
+                + ", ".join(_spell(v) for _, v in sent)
+            )
+        else:
+            lines.append(
+                f"device {s} sends "
+                + ", ".join(f"{_spell(v)} to device {r}" for r, v in sent)
+            )
+    return lines
+
+
+def arrows(f, before, after, title: str) -> object:
+    """A collective as arrows: see the module's docstring."""
+    render = _render()
+    kind, groups = collective_program(f, before)
+    devices = [d.id for d, _ in render._device_rows(before, "before")]
+    pitch = (WIDTH - LEFT - PAD) / len(devices)
+    box = round(pitch - 4)
+    x_of = {d: round(LEFT + i * pitch) for i, d in enumerate(devices)}
+    after_rows = {d.id: _values(b) for d, b in render._device_rows(after, "after")}
+    before_len = len(_values(render._device_rows(before, "before")[0][1]))
+    low_y = TOP_Y + BOX_H + BAND
+    where = (
+        f"{len(groups)} pairs"
+        if kind == "collective-permute"
+        else "devices " + " | ".join(_ranges(sorted(g)) for g in groups)
+    )
+    heading = f"compiled: {kind}, {where}"
+    text = [title, heading]
+    ids = "".join(
+        f'<tspan x="{x + box / 2:.0f}" fill="{_colour(d)}">{d}</tspan>'
+        for d, x in x_of.items()
+    )
+    middle = BOX_H / 2 + 4.5
+    parts = [
+        f'<text x="{PAD}" y="{LINE - 4}" font-weight="bold">{html.escape(heading)}</text>'
+        f'<text x="{PAD}" y="{TOP_Y + middle:.0f}">before</text>'
+        f'<text x="{PAD}" y="{low_y + middle:.0f}">after</text>'
+        '<g text-anchor="middle" font-weight="bold">'
+        f'<text y="{TOP_Y - 6}">{ids}</text>'
+        f'<text y="{low_y + BOX_H + LINE - 2}">{ids}</text></g>'
+        '<g fill-opacity="0.35" stroke="currentColor">'
+        + "".join(
+            f'<rect x="{x}" y="{TOP_Y}" width="{box}" height="{BOX_H}" fill="{_colour(d)}"/>'
+            for d, x in x_of.items()
+        )
+        + "</g>"
+    ]
+    pieces = moved_pieces(before, after)
+    # What a device holds after is new data (no device's colour) unless it moved there:
+    # then it takes the colour of the one device it all came from.
+    fill = 'fill="none"' if pieces else 'fill="currentColor" fill-opacity="0.08"'
+    for r, x in x_of.items():
+        sources = {s for s, _, _, rr, *_ in pieces or [] if rr == r}
+        if len(sources) == 1:
+            parts.append(
+                f'<rect x="{x}" y="{low_y}" width="{box}" height="{BOX_H}" '
+                f'fill="{_colour(sources.pop())}" fill-opacity="0.35"/>'
+            )
+    outlines = "".join(f"M{x} {low_y}h{box}v{BOX_H}h-{box}z" for x in x_of.values())
+    parts.append(f'<path {fill} stroke="currentColor" d="{outlines}"/>')
+    paths: dict[str, list[str]] = {}
+    top, low = TOP_Y + BOX_H, low_y - 1
+    if kind in REDUCTIONS:
+        for group in groups:
+            node_x = sum(x_of[d] + box / 2 for d in group) / len(group)
+            node_y = top + BAND / 2
+            for d in group:
+                paths.setdefault(_colour(d), []).append(
+                    _arrow(x_of[d] + box / 2, top, node_x, node_y - 5)
+                )
+                paths.setdefault("currentColor", []).append(
+                    _arrow(node_x, node_y + 5, x_of[d] + box / 2, low)
+                )
+            parts.append(f'<circle cx="{node_x:.0f}" cy="{node_y:.0f}" r="4"/>')
+            gets = [_spell(after_rows[d]) for d in sorted(group)]
+            owners = {s for s, *_ in pieces or []}
+            whose = f" (device {owners.pop()}'s)" if len(owners) == 1 else ""
+            text.append(
+                f"devices {_ranges(sorted(group))} send their blocks to be combined; "
+                + (
+                    f"each gets {gets[0]}{whose}"
+                    if len(set(gets)) == 1
+                    else ", ".join(
+                        f"device {d} gets {g}"
+                        for d, g in zip(sorted(group), gets, strict=True)
+                    )
+                )
+            )
+    else:
+        if pieces is None:
+            raise ValueError(f"a {kind} moves data, but `after` holds new values.")
+        drawn = {(s, r) for s, _, _, r, *_ in pieces if s != r}
+        if drawn != _sent_pairs(kind, groups):
+            raise ValueError(
+                f"the arrays moved data between {sorted(drawn)}, the compiled {kind} "
+                f"between {sorted(_sent_pairs(kind, groups))}."
+            )
+        for s, q0, q1, r, p0, p1, _ in pieces:
+            paths.setdefault(_colour(s), []).append(
+                _arrow(
+                    x_of[s] + (q0 + q1) / 2 / before_len * box,
+                    top,
+                    x_of[r] + (p0 + p1) / 2 / len(after_rows[r]) * box,
+                    low,
+                )
+            )
+        text += _sends(pieces)
+    parts.append(
+        '<g fill="none" stroke-width="1.2">'
+        + "".join(f'<path stroke="{c}" d="{"".join(d)}"/>' for c, d in paths.items())
+        + "</g>"
+    )
+    height = low_y + BOX_H + LINE + 4
+    svg = (
+        f'<svg class="blocks arrows" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# A ring's steps: which block each device holds after each hop of its permutes.
+
+
+def ring_holdings(compiled, mesh) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    """The pairs every collective-permute of `compiled` sends along (as device ids; they must
+    all be the same), and for each of the mesh's n steps the block each device holds: at
+    step 0 device i holds its own block i, and each hop moves every block along the pairs."""
+    from snippets.hlo import read_collectives
+
+    ids = [d.id for d in mesh.devices.flat]
+    found = {
+        tuple(sorted((ids[s], ids[r]) for s, r in c.groups))
+        for c in read_collectives(compiled)
+        if c.kind == "collective-permute"
+    }
+    if len(found) != 1:
+        raise ValueError(
+            f"ring_steps needs a program whose permutes all send along one ring; "
+            f"it has {len(found)} different sets of pairs."
+        )
+    pairs = list(found.pop())
+    held = [list(ids)]
+    for _ in range(1, len(ids)):
+        now = dict(zip(ids, held[-1], strict=True))
+        moved = dict(now)
+        for s, r in pairs:
+            moved[r] = now[s]
+        held.append([moved[d] for d in ids])
+    return pairs, held
+
+
+def ring_steps(compiled, mesh, title: str) -> object:
+    """A ring as a grid: devices across, steps down, each block's path in its colour."""
+    pairs, held = ring_holdings(compiled, mesh)
+    ids = [d.id for d in mesh.devices.flat]
+    n = len(ids)
+    pitch = (WIDTH - LEFT - PAD) / n
+    x_of = {d: LEFT + (i + 0.5) * pitch for i, d in enumerate(ids)}
+    hops = " ".join(f"{s}→{r}" for s, r in pairs)
+    top = 3 * LINE + 4
+    step_h = LINE
+    heading = ["compiled permutes, each hop:", hops]
+    parts = [
+        f'<text x="{PAD}" y="{LINE - 4 + i * LINE}"{' font-weight="bold"' if not i else ""}>'
+        f"{html.escape(line)}</text>"
+        for i, line in enumerate(heading)
+    ]
+    head = "".join(
+        f'<tspan x="{x_of[d]:.0f}" fill="{_colour(d)}">{d}</tspan>' for d in ids
+    )
+    steps = "".join(
+        f'<tspan x="{PAD}" y="{top + k * step_h + 4.5:.0f}">step {k}</tspan>'
+        for k in range(n)
+    )
+    parts.append(
+        f'<text x="{PAD}" y="{top - 10}">device</text>'
+        f'<text y="{top - 10}" text-anchor="middle" font-weight="bold">{head}</text>'
+        f"<text>{steps}</text>"
+    )
+    where = {
+        k: {b: d for d, b in zip(ids, row, strict=True)} for k, row in enumerate(held)
+    }
+    lines = []
+    for block in ids:
+        d = [f"M{x_of[where[0][block]]:.0f} {top}"]
+        for k in range(1, n):
+            x0, x1 = x_of[where[k - 1][block]], x_of[where[k][block]]
+            y0, y1 = top + (k - 1) * step_h, top + k * step_h
+            if (
+                abs(x1 - x0) > pitch * 1.5
+            ):  # round the end of the ring: leave and come back
+                side = pitch / 2 if x1 < x0 else -pitch / 2
+                d.append(
+                    f"L{x0 + side:.0f} {(y0 + y1) / 2:.0f}M{x1 - side:.0f} {(y0 + y1) / 2:.0f}"
+                )
+            d.append(f"L{x1:.0f} {y1}")
+        lines.append(f'<path stroke="{_colour(block)}" d="{"".join(d)}"/>')
+    parts.append(
+        '<g fill="none" stroke-width="3" stroke-linecap="round">'
+        + "".join(lines)
+        + "</g>"
+    )
+    text = [title, " ".join(heading)] + [
+        f"step {k}: devices {_ranges(ids)} hold blocks {' '.join(map(str, row))}"
+        for k, row in enumerate(held)
+    ]
+    height = round(top + (n - 1) * step_h + LINE)
+    svg = (
+        f'<svg class="blocks ring" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# An expert layer's dispatch: how many tokens each device sent to each expert's device.
+
+
+def dispatch_counts(received) -> tuple[list[int], list[list[int]]]:
+    """The devices in mesh order, and counts[e][j]: the slots of `received` (an
+    (experts, devices * C, d) array split over its first dimension, as the all-to-all
+    leaves it) on the e-th device that hold a token from the j-th device."""
+    import numpy as np
+
+    devices = [d.id for d in received.sharding.mesh.devices.flat]
+    by_device = {s.device.id: np.asarray(s.data) for s in received.addressable_shards}
+    counts = []
+    for d in devices:
+        slots = by_device[d].any(axis=-1)  # (its experts, devices * C): a token or not
+        per_sender = slots.reshape(slots.shape[0], len(devices), -1).sum(axis=(0, 2))
+        counts.append([int(c) for c in per_sender])
+    return devices, counts
+
+
+def dispatch(received, title: str) -> object:
+    """The dispatch as arrows, each as wide as its count: see the module's docstring."""
+    devices, counts = dispatch_counts(received)
+    pitch = (WIDTH - LEFT - PAD) / len(devices)
+    box = round(pitch - 4)
+    x_of = {d: round(LEFT + i * pitch) for i, d in enumerate(devices)}
+    low_y = TOP_Y + BOX_H + BAND
+    sent = [sum(row[j] for row in counts) for j in range(len(devices))]
+    heading = f"tokens sent, {sum(sent)} in all: line width = count"
+    ids = "".join(
+        f'<tspan x="{x + box / 2:.0f}" fill="{_colour(d)}">{d}</tspan>'
+        for d, x in x_of.items()
+    )
+    middle = BOX_H / 2 + 4.5
+
+    def totals(values, y):
+        return "".join(
+            f'<tspan x="{x + box / 2:.0f}" y="{y + middle:.0f}">{v}</tspan>'
+            for x, v in zip(x_of.values(), values, strict=True)
+        )
+
+    parts = [
+        f'<text x="{PAD}" y="{LINE - 4}" font-weight="bold">{html.escape(heading)}</text>'
+        f'<text x="{PAD}" y="{TOP_Y + middle:.0f}">device</text>'
+        f'<text x="{PAD}" y="{low_y + middle:.0f}">expert</text>'
+        '<g text-anchor="middle" font-weight="bold">'
+        f'<text y="{TOP_Y - 6}">{ids}</text>'
+        f'<text y="{low_y + BOX_H + LINE - 2}">{ids}</text></g>'
+        '<g fill-opacity="0.35" stroke="currentColor">'
+        + "".join(
+            f'<rect x="{x}" y="{TOP_Y}" width="{box}" height="{BOX_H}" fill="{_colour(d)}"/>'
+            for d, x in x_of.items()
+        )
+        + "</g>"
+        + '<path fill="none" stroke="currentColor" d="'
+        + "".join(f"M{x} {low_y}h{box}v{BOX_H}h-{box}z" for x in x_of.values())
+        + '"/>'
+        + f'<text text-anchor="middle">{totals(sent, TOP_Y)}'
+        + f"{totals([sum(row) for row in counts], low_y)}</text>"
+    ]
+    lines, text = [], [title, heading]
+    n = len(devices)
+    for j, source in enumerate(devices):
+        to = []
+        for e, expert in enumerate(devices):
+            count = counts[e][j]
+            if count:
+                # leaves from row e of the sender's buffer, lands in slots j of expert e's
+                d = _arrow(
+                    x_of[source] + (e + 0.5) / n * box,
+                    TOP_Y + BOX_H,
+                    x_of[expert] + (j + 0.5) / n * box,
+                    low_y - 1,
+                )
+                tip = f"device {source} to expert {e}: {count}"
+                lines.append(
+                    f'<path stroke="{_colour(source)}" stroke-width="{0.6 * count:g}" '
+                    f'd="{d}"><title>{tip}</title></path>'
+                )
+            to.append(f"{count} to expert {e}")
+        text.append(f"device {source} sends " + ", ".join(to))
+    parts.append('<g fill="none">' + "".join(lines) + "</g>")
+    height = low_y + BOX_H + LINE + 4
+    svg = (
+        f'<svg class="blocks dispatch" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
+DRAWINGS = {
+    "blocks": blocks,
+    "step_flow": step_flow,
+    "arrows": arrows,
+    "ring_steps": ring_steps,
+    "dispatch": dispatch,
+}

@@ -21,6 +21,7 @@ from mkdocs.exceptions import PluginError
 from docs_build import (
     errorindex,
     explorer,
+    graders,
     home,
     notebook_toc,
     notebooks,
@@ -80,6 +81,12 @@ def on_pre_build(config):
     )
     if written:
         print(f"INFO    -  notebooks written: {len(written)}", file=sys.stderr)
+
+
+def on_files(files, config):
+    """Each exercise's one-file grader, published at exercises/graders/<name>.py."""
+    graders.publish(config, files)
+    return files
 
 
 def on_nav(nav, config, files):
@@ -166,6 +173,7 @@ def on_page_markdown(markdown, page, config, files):
         markdown = explorer.fill(markdown)
         markdown = planner_page.fill(markdown)
         markdown = home.fill(markdown, _sections, page.file.src_uri)
+        markdown = graders.fill(markdown, page.file.src_uri, config.repo_url or "")
         code = "\n".join(block.source for block in blocks)
         link = posixpath.relpath(COMPATIBILITY, posixpath.dirname(page.file.src_uri))
         note = version_pages.needs_note(code, link)
@@ -174,6 +182,7 @@ def on_page_markdown(markdown, page, config, files):
         version_pages.VersionsError,
         tpu_pages.CompiledResultsError,
         home.HomeError,
+        graders.GraderError,
     ) as err:
         raise PluginError(str(err)) from None
     if blocks and not notebooks.needs_the_repository(blocks):
@@ -321,10 +330,18 @@ _NAVIGATION = re.compile(
 )
 
 
+# Pygments wraps every name in code in a span of class "n", which Material colours with
+# --md-code-hl-name-color, set to the code's own colour (--md-code-fg-color): the span draws
+# nothing, and on a page of code it is a sixth of the HTML (35 KB of the sequence page's
+# 200 KB). Every page drops it, notebook pages too (marked up as the guide pages are).
+_PLAIN_NAME = re.compile(r'<span class="n">([^<]*)</span>')
+
+
 def on_post_page(output, page, config):
     # On the written page: applied in on_page_content, a setup fold's code was written
     # with its markers all the same (seen on the mixed-precision page).
     output = drop_unlisted_markers(output)
+    output = _PLAIN_NAME.sub(r"\1", output)
     return _NAVIGATION.sub(
         lambda m: re.sub(r"\n[ \t]*(?=\n)", "", m[1]), output, count=1
     )

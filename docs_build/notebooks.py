@@ -3,7 +3,9 @@
 `write_all()` turns each page that has Python blocks into docs/notebooks/<page>.ipynb: the
 prose as Markdown cells, each block (its includes expanded, as on the page) as a code cell,
 after a first cell that names the versions it was tested with and, on Colab only, installs
-them. Each code cell carries the outputs of the build's one run of the page (see
+them. An exercise's notebook also gets two cells of its own where its page says how to check
+an answer: one fetches the exercise's grader from the site, one grades (`docs_build.graders`).
+Each code cell carries the outputs of the build's one run of the page (see
 `docs_build.outputs`); mkdocs-jupyter renders the notebooks without executing them again.
 
 A notebook is rewritten only when its content changes, and its metadata carries the page's
@@ -18,7 +20,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from docs_build import explorer, folds, outputs
+from docs_build import explorer, folds, graders, outputs
 from docs_build.compiled import pages as tpu_pages
 from docs_build.versions import pages as version_pages
 
@@ -213,10 +215,23 @@ def build(
         f"{links_markdown(rel, repo_url, from_notebook=True)}\n",
     ]
     start = 1
+    name = graders.exercise_of(rel)
+    grading = graders.notebook_cells(name, site_url) if name else ()
+
+    def prose(chunk: str) -> list[str]:
+        """A stretch of prose; at an exercise page's "check" marker, the grader's cells."""
+        if not grading or graders.MARKER not in chunk:
+            return [_region(_prose(chunk, rel, site_url))]
+        before, after = chunk.split(graders.MARKER, 1)
+        note = graders.notebook_note(name)
+        return [
+            _region(f"{_prose(before, rel, site_url).rstrip()}\n\n{note}"),
+            *(f"```python\n{code}\n```\n" for code in grading),
+            _region(_prose(after, rel, site_url)),
+        ]
+
     for token, block in zip(fences, blocks, strict=True):
-        parts.append(
-            _region(_prose("\n".join(lines[start : token.map[0]]), rel, site_url))
-        )
+        parts += prose("\n".join(lines[start : token.map[0]]))
         code = ANNOTATION_MARK.sub("", block.source).rstrip("\n")
         if (
             block.index == 0
@@ -224,13 +239,18 @@ def build(
             code = f"{setup}\n{code}"
         parts.append(f"```python\n{code}\n```\n")
         start = token.map[1]
-    parts.append(_region(_prose("\n".join(lines[start:]), rel, site_url)))
+    parts += prose("\n".join(lines[start:]))
     notebook = jupytext.reads("\n".join(parts), fmt="md")
     for number, cell in enumerate(notebook.cells):
         cell.id = (
             f"cell-{number}"  # nbformat would draw random ids: a new file every build
         )
-    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    # The grader's cells are the notebook's own: the build never runs them (they fetch).
+    code_cells = [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code" and cell.source not in grading
+    ]
     if ran is not None:
         if len(ran) != len(code_cells):
             raise outputs.SnippetError(

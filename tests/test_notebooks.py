@@ -1,15 +1,19 @@
 """docs_build.notebooks: every guide page as a notebook, rewritten only when its code changes."""
 
+import functools
+import http.server
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
-from docs_build import notebooks, outputs
+from docs_build import graders, notebooks, outputs
+from snippets.exercises.registry import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = "https://example.org/docs/"
@@ -249,6 +253,19 @@ def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
     # The compiled programs of the pages' own runs: the kernels compile nothing twice (only
     # compile time is saved; a reader's first run compiles, with the same results).
     env.update({name: default for name, (default, _) in CACHE_SETTINGS.items()})
+    # An exercise's notebook fetches its grader from the site: here from the graders the
+    # build publishes, served on 127.0.0.1 (tests/exercises/test_notebook.py serves the
+    # built site itself).
+    served = tmp_path / "site" / graders.FOLDER
+    served.mkdir(parents=True)
+    for name in EXERCISES:
+        (served / f"{name}.py").write_text(graders.source(name, SITE), encoding="utf-8")
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "site")
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env[graders.SITE_VARIABLE] = f"http://127.0.0.1:{server.server_address[1]}/"
 
     def run(page):
         rel = page.relative_to(outputs.DOCS).as_posix()
@@ -267,6 +284,7 @@ def test_every_notebook_runs_clean_in_a_fresh_kernel(tmp_path):
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         ran = dict(pool.map(run, CODE_PAGES))
+    server.shutdown()
     assert len(ran) >= 33
     for rel, nb in ran.items():
         errors = [

@@ -544,10 +544,12 @@ def built_page(site: Path, page: str) -> Path:
     return site / page.removesuffix(".md").removesuffix("index") / "index.html"
 
 
-def built_sections(path: Path) -> list[tuple[str, str]]:
+def built_sections(path: Path, drop: str | None = None) -> list[tuple[str, str]]:
     """A built page's article cut at each heading: (the heading's id, its text and the text
-    after it, up to the next heading), tags removed."""
+    after it, up to the next heading), tags removed, and first whatever `drop` matches."""
     html = path.read_text(encoding="utf-8")
+    if drop:
+        html = re.sub(drop, "", html, flags=re.S)
     article = html[html.index("<article") : html.index("</article>")]
     parts = re.split(r'<h[1-6] id="([^"]+)"', article)
     return [
@@ -582,7 +584,8 @@ def test_the_error_index_links_every_printed_error_to_its_section(
     built_site, error_index
 ):
     """Each error line a page prints is on a row of its class that links the section of the
-    built page showing it: the nearest heading above it."""
+    built page showing it: the nearest heading above it. The migration page's summary table
+    repeats each message in a fold of its cell; the index links the run that printed it."""
     printed = printed_error_lines()
     assert {page for page, *_ in printed} >= {
         "guides/errors.md",
@@ -591,7 +594,8 @@ def test_the_error_index_links_every_printed_error_to_its_section(
     }
     for page, kind, line, _ in printed:
         path = built_page(built_site, page).resolve()
-        under = {anchor for anchor, text in built_sections(path) if line in text}
+        folds = r'<details class="vm-fold.*?</details>'
+        under = {anchor for anchor, text in built_sections(path, folds) if line in text}
         assert under, f"{page}: the built page does not show {line!r}"
         linked = {
             anchor
@@ -650,6 +654,28 @@ def test_every_page_stays_under_200_kb(built_site):
     # the guide and exercise pages, home and 404, and a notebook page for most of them
     assert len(sizes) >= 75
     assert {page: size for page, size in sizes.items() if size > 200_000} == {}
+
+
+def test_guide_pages_drop_the_name_spans_that_draw_nothing(built_site):
+    """Material colours pygments' names (class "n") with --md-code-hl-name-color, which is the
+    code's own colour; the build drops those spans from every page (a sixth of a code-heavy
+    page's HTML) and keeps every other span, so the code reads and copies the same."""
+    import material
+
+    css = "".join(
+        p.read_text(encoding="utf-8")
+        for p in (Path(material.__file__).parent / "templates/assets/stylesheets").glob(
+            "main.*.min.css"
+        )
+    )
+    assert ".highlight .n{color:var(--md-code-hl-name-color)}" in css
+    assert "--md-code-hl-name-color:var(--md-code-fg-color)" in css
+    extra = (outputs.DOCS / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    assert not re.search(r"\.n\b(?![-\w])", extra)
+    for page in ("advanced/sequence-parallel", "notebooks/advanced/sequence-parallel"):
+        html = (built_site / page / "index.html").read_text("utf-8")
+        assert '<span class="n">' not in html, page
+        assert '<span class="p">' in html and "ring_attention" in html, page
 
 
 def test_every_page_with_code_links_its_notebook_and_colab(built_site):

@@ -163,34 +163,25 @@ def history(probe_id: str) -> History:
     return History(added, deprecated, removed, changed)
 
 
-def outcome_text(result: dict) -> str:
-    """One cell: what a probe did, in a few words."""
-    if result["outcome"] == "raises":
-        text = f"`{result['exception']}`"
-        if "warning" in result:
-            text = f"warns, then {text}"
-        return text
-    value = f": {result['value']}" if "value" in result else ""
-    return ("warns, runs" if result["outcome"] == "warns" else "runs") + value
-
-
 # What Markdown reads before it sets raw HTML aside: code spans (backticks, which the tables
-# extension also follows when it splits a row into cells), backslash escapes, links and cell
-# borders. In a hover text they are plain characters, so they go in as character references.
-_MARKDOWN_IN_ATTRIBUTES = str.maketrans({c: f"&#{ord(c)};" for c in "`\\|[]*_"})
-
-
-def hover(text: str) -> str:
-    """`text` as the value of an HTML attribute in a Markdown table cell, shown as written."""
-    return html.escape(text, quote=True).translate(_MARKDOWN_IN_ATTRIBUTES)
+# extension also follows when it splits a row into cells), backslash escapes, links, emphasis
+# and cell borders. In a cell's raw HTML they are plain characters, so they go in as
+# character references.
+_MARKDOWN_MARKUP = str.maketrans({c: f"&#{ord(c)};" for c in "`\\|[]*_"})
 
 
 def _cell(result: dict) -> str:
-    text = outcome_text(result)
-    message = result.get("message") or result.get("warning_message")
-    if not message:
-        return text
-    return f'<span title="{hover(message)}">{text}</span>'
+    """A cell of a Markdown table (the migration page's): what the probe did, in the matrix's
+    icon, words and colour, its messages in the matrix's fold (`_fold`), never in a hover.
+    Raw HTML, with the characters Markdown would read as markup written as references."""
+    state = state_of(result)
+    label = _cell_label(result)
+    messages = _messages(result)
+    if messages:
+        shown = _fold(label, messages, f"vm-{state}")
+    else:
+        shown = f'<span class="vm-{state}">{label}</span>'
+    return shown.translate(_MARKDOWN_MARKUP)
 
 
 def probe_cells(probe_id: str) -> str:
@@ -260,7 +251,7 @@ def _cell_label(result: dict) -> str:
     return icon + ("warns, runs" if state == "warns" else "runs") + value
 
 
-def _fold(label: str, messages: list[tuple[str, str]]) -> str:
+def _fold(label: str, messages: list[tuple[str, str]], css: str = "") -> str:
     """A cell's label, opening onto its messages: a <details> fold, which a click, a tap or
     Enter on the focused label opens (no hover needed)."""
     if not messages:
@@ -270,9 +261,23 @@ def _fold(label: str, messages: list[tuple[str, str]]) -> str:
         for kind, text in messages
     )
     return (
-        f'<details class="vm-fold"><summary>{label}</summary>'
+        f'<details class="{" ".join(filter(None, ["vm-fold", css]))}">'
+        f"<summary>{label}</summary>"
         f'<div class="vm-message">{body}</div></details>'
     )
+
+
+def _messages(result: dict) -> list[tuple[str, str]]:
+    """What a probe's run said, each message under the name of what said it, as Python
+    prints it: the exception's class, or the warning's."""
+    warning = result.get("warning", "Warning")
+    messages = []
+    if result.get("warning_message"):
+        messages.append((warning, result["warning_message"]))
+    if result.get("message"):
+        said = {"raises": result.get("exception"), "warns": warning}
+        messages.append((said.get(result["outcome"]) or "Message", result["message"]))
+    return messages
 
 
 def matrix_cell(row: dict, probe_id: str) -> str:
@@ -283,17 +288,10 @@ def matrix_cell(row: dict, probe_id: str) -> str:
         reason = row.get("reason", "")
         return f'<td class="vm-none">{_fold(label, [("Why", reason)] if reason else [])}</td>'
     result = row["results"][probe_id]
-    # Each message under the name of what said it, as Python prints it: the exception's
-    # class, or the warning's.
-    warning = result.get("warning", "Warning")
-    messages = []
-    if result.get("warning_message"):
-        messages.append((warning, result["warning_message"]))
-    if result.get("message"):
-        said = {"raises": result.get("exception"), "warns": warning}
-        messages.append((said.get(result["outcome"]) or "Message", result["message"]))
     state = state_of(result)
-    return f'<td class="vm-{state}">{_fold(_cell_label(result), messages)}</td>'
+    return (
+        f'<td class="vm-{state}">{_fold(_cell_label(result), _messages(result))}</td>'
+    )
 
 
 def columns() -> list[dict]:

@@ -46,20 +46,56 @@ def main(argv: list[str] | None = None) -> int:
         print(exercise_list(EXERCISES))
         print(USAGE)
         return 2
+    return grade_file(EXERCISES[name], file, USAGE)
+
+
+def grade_file(exercise, file: str, usage: str) -> int:
+    """Grade one exercise's answer in `file`: the command line's work once the exercise is
+    known (the one-file grader of an exercise, docs_build/graders.py, calls it too)."""
     path = Path(file)
     if not path.is_file():
         print(f"There is no file {file} (looked in {path.resolve().parent}).")
-        print(USAGE)
+        print(usage)
         return 2
+    if not devices_ready():
+        return 2
+    return grade(exercise, path)
 
+
+def devices_ready() -> bool:
+    """8 virtual CPU devices for JAX, before the learner's code can start it; or say why not."""
     from docs_build.devices import DeviceSetupError, use_cpu_devices
 
     try:
-        use_cpu_devices(8)  # before the learner's file can start JAX
+        use_cpu_devices(8)
     except DeviceSetupError as err:
         print(err)
+        return False
+    return True
+
+
+def grade_function(exercise, fn) -> int:
+    """Grade a function already defined, in a notebook say: as `grade` does a file's.
+
+    Tracebacks show the lines of the file (or notebook cell) that defines `fn`.
+    """
+    if not devices_ready():
         return 2
-    return grade(EXERCISES[name], path)
+    from snippets.exercises.grading import kind
+
+    if not callable(fn):
+        print(
+            f"check() takes your function {exercise.name} itself, not {kind(fn)}: "
+            f"check({exercise.name})."
+        )
+        return 1
+    if problem := signature_problem(exercise, fn):
+        print(problem)
+        return 1
+    code = getattr(fn, "__code__", None)
+    shown = code.co_filename if code is not None else f"<{exercise.name}>"
+    where = "this notebook" if fn.__module__ == "__main__" else fn.__module__
+    return run_cases(exercise, fn, shown, where)
 
 
 def exercise_list(exercises: dict) -> str:
@@ -188,13 +224,15 @@ def reader_traceback(
     return "\n".join(lines)
 
 
-def run_cases(exercise, fn, shown: str) -> int:
+def run_cases(exercise, fn, shown: str, where: str | None = None) -> int:
+    """Every hidden case, then the program check; `shown` is the learner's file (its
+    traceback lines are the ones shown), `where` says where fn came from, if not there."""
     from snippets.exercises.grading import host_work_problems
 
     cases = exercise.cases()
     print(
         wrap(
-            f"Checking {exercise.name} from {shown} on {len(cases)} hidden cases "
+            f"Checking {exercise.name} from {where or shown} on {len(cases)} hidden cases "
             f"(8 virtual CPU devices).",
             0,
         )

@@ -182,3 +182,162 @@ def test_step_flow_on_the_fsdp_page_names_every_parameter(capsys):
         i for i, ln in enumerate(lines) if ". gather " in ln
     )
     assert any(ln.endswith(". compute") for ln in lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# arrows: a collective of the collectives page, drawn from its arrays and its program.
+
+
+def arrow_ends(svg: str) -> dict[str, list[tuple[int, int]]]:
+    """Each drawn arrow as (device box it leaves, device box it reaches), by colour: its
+    ends' x turned back into the box under them (or None, for a reduction's node)."""
+    pitch = (figures.WIDTH - figures.LEFT - figures.PAD) / 8
+    ends: dict[str, list] = {}
+    for colour, d in re.findall(r'<path stroke="([^"]+)" d="([^"]+)"/>', svg):
+        for x1, _, x2, _ in re.findall(r"M([\d.]+) ([\d.]+)L([\d.]+) ([\d.]+)l", d):
+            ends.setdefault(colour, []).append(
+                tuple(int((float(x) - figures.LEFT) // pitch) for x in (x1, x2))
+            )
+    return ends
+
+
+@pytest.fixture(scope="module")
+def page_data(line_mesh):
+    from snippets.concepts.collectives import diagram
+
+    return diagram.build_data(line_mesh)
+
+
+def test_ppermute_arrows_are_the_ring_the_code_passes(line_mesh, page_data, capsys):
+    from snippets.concepts.collectives import movement
+
+    shift, before, after = movement.ring_shift(line_mesh, page_data[0])
+    figure = figures.arrows(shift, before, after, "ppermute")
+    ring = [
+        (i, (i + 1) % 8) for i in range(8)
+    ]  # the page's `ring`, as its test reads it
+    drawn = sorted(p for ps in arrow_ends(figure.svg).values() for p in ps)
+    assert drawn == sorted(ring)
+    # each arrow in the colour of the device it leaves
+    for colour, pairs in arrow_ends(figure.svg).items():
+        assert {render.DEVICE_COLOURS[s] for s, _ in pairs} == {colour}
+    lines = figure.text.splitlines()
+    assert lines[1] == "compiled: collective-permute, 8 pairs"
+    assert "device 0 sends 0 1 to device 1" in lines
+    assert "device 7 sends 70 71 to device 0" in lines
+    assert re.search(r'viewBox="0 0 (\d+)', figure.svg)[1] == "360"
+    assert 'font-size="13"' in figure.svg
+
+
+def test_arrows_follow_another_permutation_too(line_mesh, page_data, capsys):
+    """Nothing is typed twice: a different perm gives its own arrows."""
+    from snippets.concepts.collectives.diagram import per_device
+
+    swap = [(0, 3), (3, 0), (1, 2), (2, 1), (4, 7), (7, 4), (5, 6), (6, 5)]
+
+    def f(b):
+        return jax.lax.ppermute(b, "x", perm=swap)
+
+    before, after = per_device(f, page_data[0], line_mesh)
+    figure = figures.arrows(f, before, after, "swap")
+    assert sorted(p for ps in arrow_ends(figure.svg).values() for p in ps) == sorted(
+        swap
+    )
+    assert "device 4 sends 40 41 to device 7" in figure.text
+
+
+def test_arrows_refuse_arrays_that_disagree_with_the_program(line_mesh, page_data):
+    from snippets.concepts.collectives import movement
+    from snippets.concepts.collectives.diagram import per_device
+
+    shift, _, _ = movement.ring_shift(line_mesh, page_data[0])
+    back = [(i, (i - 1) % 8) for i in range(8)]
+    before, after = per_device(
+        lambda b: jax.lax.ppermute(b, "x", perm=back), page_data[0], line_mesh
+    )
+    with pytest.raises(ValueError, match="the compiled collective-permute between"):
+        figures.arrows(shift, before, after, "ring drawn with the wrong arrays")
+
+
+def test_all_to_all_sends_piece_j_of_device_i_to_device_j(line_mesh, page_data):
+    from snippets.concepts.collectives import movement
+
+    exchange, before, after = movement.all_to_all(line_mesh, page_data[1])
+    figure = figures.arrows(exchange, before, after, "all_to_all")
+    pitch = (figures.WIDTH - figures.LEFT - figures.PAD) / 8
+    box = round(pitch - 4)
+    starts = re.findall(
+        r'<path stroke="([^"]+)" d="([^"]+)"/>', figure.svg
+    )  # per sender: where in its box each arrow leaves, and where it lands
+    for colour, d in starts:
+        i = render.DEVICE_COLOURS.index(colour)
+        for x1, x2 in re.findall(r"M([\d.]+) [\d.]+L([\d.]+) [\d.]+l", d):
+            j = int((float(x2) - figures.LEFT) // pitch)
+            left = round(figures.LEFT + i * pitch)
+            # piece j leaves from the j-th eighth of device i's box
+            assert int((float(x1) - left) / box * 8) == j
+            # and lands in the i-th eighth of device j's
+            assert int((float(x2) - round(figures.LEFT + j * pitch)) / box * 8) == i
+    assert sum(len(p) for p in arrow_ends(figure.svg).values()) == 64
+    assert (
+        "device 1 sends one piece to each of devices 0-7 in turn: "
+        "10, 11, 12, 13, 14, 15, 16, 17" in figure.text
+    )
+
+
+def test_reductions_converge_within_the_compiled_groups(mesh, line_mesh, page_data):
+    from snippets.concepts.collectives import reductions
+
+    row_total, before, after = reductions.psum_one_axis(mesh, page_data[0])
+    figure = figures.arrows(row_total, before, after, "psum y")
+    assert figure.text.splitlines()[1] == "compiled: all-reduce, devices 0-3 | 4-7"
+    assert figure.svg.count("<circle") == 2
+    into = {
+        s: node
+        for c, ps in arrow_ends(figure.svg).items()
+        if c != "currentColor"
+        for s, node in ps
+    }
+    # devices 0-3 meet at one node, 4-7 at the other
+    assert (
+        len({into[d] for d in range(4)}) == 1
+        and len({into[d] for d in range(4, 8)}) == 1
+    )
+    assert into[0] != into[4]
+    assert (
+        "devices 0-3 send their blocks to be combined; each gets 60 64" in figure.text
+    )
+    largest, before, after = reductions.pmax(line_mesh, page_data[0])
+    assert (
+        "each gets 70 71 (device 7's)"
+        in figures.arrows(largest, before, after, "pmax").text
+    )
+
+
+def test_arrows_refuse_a_body_without_one_collective(line_mesh, page_data):
+    from snippets.concepts.collectives.diagram import per_device
+
+    before, after = per_device(lambda b: b * 2, page_data[0], line_mesh)
+    with pytest.raises(ValueError, match="compiles to 0"):
+        figures.arrows(lambda b: b * 2, before, after, "none")
+
+
+def test_ring_steps_read_the_pairs_from_the_program(line_mesh):
+    """A ring turning the other way is drawn turning the other way: nothing is typed."""
+    left = [(i, (i - 1) % 8) for i in range(8)]
+
+    def body(b):
+        for _ in range(7):
+            b = jax.lax.ppermute(b, "x", left)
+        return b
+
+    run = jax.shard_map(body, mesh=line_mesh, in_specs=P("x"), out_specs=P("x"))
+    x = jax.device_put(jnp.arange(8.0), NamedSharding(line_mesh, P("x")))
+    compiled = jax.jit(run).lower(x).compile()
+    pairs, held = figures.ring_holdings(compiled, line_mesh)
+    assert pairs == sorted(left)
+    assert held[1] == [(i + 1) % 8 for i in range(8)]
+    figure = figures.ring_steps(compiled, line_mesh, "left")
+    assert "step 2: devices 0-7 hold blocks 2 3 4 5 6 7 0 1" in figure.text
+    assert re.search(r'viewBox="0 0 (\d+)', figure.svg)[1] == "360"
+    assert 'font-size="13"' in figure.svg

@@ -48,4 +48,6 @@ def test_the_stylesheet_has_a_dark_colour_for_every_device_colour():
         rule = re.escape(f'table.per-device [style*="{colour}"]') + r"[^{]*"
         assert re.search(rule + re.escape(f"{{ color: var(--device-{i})"), css)
         assert f'svg.blocks [fill="{colour}"] {{ fill: var(--device-{i}); }}' in css
+        # the arrows of docs_build.figures (collectives, a ring, a dispatch) are strokes
+        assert f'svg.blocks [stroke="{colour}"] {{ stroke: var(--device-{i}); }}' in css
         assert len(re.findall(rf"--device-{i}: #[0-9a-f]{{6}};", css)) == 2

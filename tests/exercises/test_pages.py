@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from docs_build import graders
 from snippets.exercises.registry import EXERCISE_LIST, EXERCISES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,8 +29,10 @@ def test_the_page_shows_the_starter_the_check_and_a_folded_solution(name):
         '--8<-- "snippets/cpu_devices.py:setup"\n',
         f'--8<-- "snippets/exercises/{name}/starter.py"\n',
     ]
-    assert f"nox -s check -- {name} my_solution.py" in text
-    assert f"python -m snippets.exercises.check {name} my_solution.py" in text
+    shown = graders.fill(text, f"exercises/{name}.md", "https://github.com/o/r")
+    assert f"nox -s check -- {name} my_solution.py" in shown
+    assert f"python -m snippets.exercises.check {name} my_solution.py" in shown
+    assert f"[`{name}.py`](graders/{name}.py)" in shown
     folded = text[text.index('??? success "Solution"') :]
     assert f'    --8<-- "{exercise.solution}"' in folded
     assert re.search(r'^\?\?\? tip "Hint 1', text, re.MULTILINE)
@@ -93,20 +96,33 @@ def test_a_guide_page_names_its_exercise_by_the_exercise_page_title():
         # ... and says where its grader runs (the exercise pages say how).
         for item in re.findall(r"^- Practise it: (.*?)\n(?!  )", text, re.M | re.S):
             assert " ".join(item.split()).endswith(
-                "checked by a grader you run in a clone of the repository."
+                "checked by a grader you run in a clone or in its notebook."
             ), path.relative_to(DOCS)
     assert set(linked) == set(EXERCISES)  # every exercise is practised from its page
 
 
-def test_every_exercise_page_says_the_grader_needs_a_clone():
-    """A reader who opened the page's notebook in Colab learns there that it cannot grade."""
+def test_every_exercise_page_says_how_to_run_the_grader_in_a_clone_and_without():
+    """One admonition, written once (docs_build.graders), fills every page's marker: the
+    clone's commands, and the one-file grader that the notebook fetches."""
+    repo = "https://github.com/o/r"
     for name in EXERCISES:
         check = page(name).split("## Check your answer\n")[1].split("\n## ")[0]
-        said = " ".join(check.split("```")[0].split())
-        assert said == (
-            "The grader comes with this site's repository, not with this page's notebook: "
-            "run it from the root of a clone ([how](index.md#how-to-do-one))."
-        ), name
+        assert check.lstrip().startswith(graders.MARKER), name
+        shown = graders.fill(check, f"exercises/{name}.md", repo)
+        assert shown.lstrip().startswith('!!! tip "Two ways to run the grader"')
+        said = " ".join(shown.split())
+        assert f"**In a clone** of [the site's repository]({repo})" in said
+        versions = graders.versions()
+        pins = [f"`{p}=={versions[p]}`" for p in ("jax", "flax", "optax")]
+        assert (
+            "**Anywhere else**, in Colab or in a fresh Python 3.12 or newer with "
+            f"{pins[0]}, {pins[1]}" in said
+        )
+        assert pins[2] in said
+        assert ("orbax-checkpoint==" in said) == (name == "checkpoint_restore")
+        assert "This page's notebook fetches it and grades the function" in said
+        assert f"`python {name}.py my_solution.py`" in said
+        assert "not with this page's notebook" not in said
 
 
 def test_the_index_says_where_the_grader_runs():

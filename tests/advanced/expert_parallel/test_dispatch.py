@@ -1,3 +1,5 @@
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -55,6 +57,42 @@ def test_each_device_sends_its_buffer_and_gets_its_experts_slots(
     assert table.max() <= 4
     _, _, kept = cap.expert_load(x, params["router"], 8, 1.0)
     np.testing.assert_array_equal(table.sum(axis=1), kept)
+
+
+def test_the_figure_counts_each_devices_tokens_for_each_expert(
+    x, tokens, params, expert_mesh, capsys
+):
+    """The page's figure (docs_build.figures.dispatch): its arrows carry the tokens each
+    device's group routed to each expert, capped at the capacity, routed here in NumPy."""
+    from docs_build import figures, render
+
+    received = dispatch.dispatched(x, params, expert_mesh)
+    capsys.readouterr()
+    choice, _ = routed(tokens, params)
+    expected = np.zeros((8, 8), int)  # [expert, device]
+    for j, group in enumerate(np.split(choice, 8)):
+        for e in range(8):
+            expected[e, j] = min(int((group == e).sum()), 4)
+    devices, counts = figures.dispatch_counts(received)
+    assert devices == list(range(8))
+    np.testing.assert_array_equal(np.array(counts), expected)
+    figure = figures.dispatch(received, "t")
+    for j in range(8):
+        sends = ", ".join(f"{expected[e, j]} to expert {e}" for e in range(8))
+        assert f"device {j} sends {sends}" in figure.text
+    # one arrow per nonzero count, as wide as it, in the sender's colour
+    drawn = {
+        (int(j), int(e)): (colour, float(width))
+        for colour, width, j, e, _ in re.findall(
+            r'<path stroke="([^"]+)" stroke-width="([\d.]+)" d="[^"]+">'
+            r"<title>device (\d) to expert (\d): (\d+)</title>",
+            figure.svg,
+        )
+    }
+    assert set(drawn) == {(j, e) for e in range(8) for j in range(8) if expected[e, j]}
+    for (j, e), (colour, width) in drawn.items():
+        assert colour == render.DEVICE_COLOURS[j]
+        assert width == pytest.approx(0.6 * expected[e, j])
 
 
 def dense_moe(params, tokens, keep):

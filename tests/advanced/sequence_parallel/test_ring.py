@@ -87,6 +87,27 @@ def test_the_program_moves_blocks_with_collective_permutes_only(compiled, seq_me
         assert permute.runs == 1
 
 
+def test_the_figure_follows_the_programs_permutes(compiled, seq_mesh):
+    """The page's figure (docs_build.figures.ring_steps) reads the pairs from the compiled
+    ring, and says what the prose says: at step k device i holds block (i - k) mod n."""
+    from docs_build import figures
+
+    program, _ = compiled
+    n = seq_mesh.shape["seq"]
+    pairs, held = figures.ring_holdings(program, seq_mesh)
+    assert pairs == [(i, (i + 1) % n) for i in range(n)]
+    assert held == [[(i - k) % n for i in range(n)] for k in range(n)]
+    figure = figures.ring_steps(program, seq_mesh, "ring")
+    lines = figure.text.splitlines()
+    assert lines[1].endswith(" ".join(f"{i}→{(i + 1) % n}" for i in range(n)))
+    assert lines[3] == f"step 1: devices 0-{n - 1} hold blocks " + " ".join(
+        str((i - 1) % n) for i in range(n)
+    )
+    assert figure.svg.count("<path ") == n  # one line per block
+    text = " ".join(PAGE.read_text().split())
+    assert "at step *k* device *i* holds block (*i* \u2212 *k*) mod *n*" in text
+
+
 def test_no_device_ever_holds_all_of_k_or_v(compiled):
     """The per-device program has no array as long as the whole sequence."""
     text = compiled[0].as_text()

@@ -80,3 +80,34 @@ def test_shard_batch_refuses_uneven_or_mismatched_batches(meshes):
     # 60 = 4 x 15: fine on a data axis of 4.
     xs, _ = placement.shard_batch(x, y, meshes[(4, 2)])
     assert {s.data.shape for s in xs.addressable_shards} == {(15, 32)}
+
+
+def test_the_figure_shows_each_block_on_the_devices_that_hold_it(placed):
+    """The page's drawing of x and the kernels (docs_build.figures.blocks): each block's
+    devices are those of its addressable_shards, and the text names the cutting axes."""
+    from docs_build import figures
+
+    (_, _, model, x, _), _ = placed
+    up, down = model.up.kernel[...], model.down.kernel[...]
+    figure = figures.blocks("t", ("x", x), ("up.kernel", up), ("down.kernel", down))
+    for array in (x, up, down):
+        held = {}
+        for shard in array.addressable_shards:
+            key = tuple(
+                i.indices(n)[:2] for i, n in zip(shard.index, array.shape, strict=True)
+            )
+            held.setdefault(key, []).append(shard.device.id)
+        assert figures.array_blocks(array) == sorted(
+            (k, sorted(v)) for k, v in held.items()
+        )
+    # x: a model group (0-3) holds each half of the batch; a kernel's quarter is on one
+    # device of each data group (0 and 4)
+    assert "  block [0:32, 0:32]: devices 0-3" in figure.text
+    assert "  block [0:32, 0:8]: devices 0, 4" in figure.text
+    text = figure.text.split("up.kernel")
+    assert (
+        "split over data, 2 pieces" in text[0] and "copies along model (4)" in text[0]
+    )
+    assert (
+        "split over model, 4 pieces" in text[1] and "copies along data (2)" in text[1]
+    )
