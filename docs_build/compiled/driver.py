@@ -240,6 +240,8 @@ INPUTS = (
     "snippets/advanced/expert_parallel/layer.py",
     "snippets/advanced/inference/layouts.py",
     "snippets/advanced/inference/decode.py",
+    "snippets/advanced/inference/grouped.py",
+    "snippets/advanced/inference/sequence.py",
     "snippets/advanced/profiling/program.py",
     "snippets/advanced/shapes_and_randomness/uneven.py",
     "snippets/advanced/transformer/init.py",
