@@ -26,7 +26,7 @@ from docs_build.compiled import steps as training
 from docs_build.compiled.steps import Step
 from snippets.advanced.expert_parallel import balance, dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
-from snippets.advanced.inference import layouts
+from snippets.advanced.inference import layouts, sequence
 from snippets.advanced.manual_control import collective_matmul
 from snippets.advanced.profiling import program as profiling
 from snippets.advanced.sequence_parallel import mlp, ring, ulysses
@@ -54,6 +54,9 @@ TOKENS, D_MODEL, HIDDEN = 8192, 1024, 4096
 MOE_TOKENS_PER_DEVICE, MOE_FACTOR = 1024, 1.0
 # The decode step: the inference page's own sizes (its module constants), batch 8.
 DECODE_BATCH = 8
+# The decode step with the cache split along its sequence: multi-query attention (one
+# key-value head, which the heads layout cannot split), the page's MAX_LEN slots.
+DECODE_KV_HEADS = 1
 # The transformer page's train step at a realistic size, on its (data, fsdp, tensor) =
 # (2, 2, 2) mesh: about 168 million parameters, a batch of 16 sequences of 1024 tokens.
 TRANSFORMER = model.Config(
@@ -190,6 +193,19 @@ def _decode(layout: str) -> Callable[[Sequence], Step]:
         )
 
     return build
+
+
+def decode_by_sequence(devices: Sequence) -> Step:
+    """The inference page's multi-query decode step, its cache split along the sequence."""
+    mesh = _line(devices, "x", AxisType.Auto)  # the inference page's mesh
+    _, step, args = sequence.by_sequence(
+        mesh, DECODE_BATCH, DECODE_KV_HEADS, sequence.MAX_LEN
+    )
+    return Step(
+        compile=lambda: step.lower(*args).compile(),
+        mesh=mesh,
+        source="snippets.advanced.inference.sequence.by_sequence",
+    )
 
 
 def _transformer(remat: bool | str) -> Callable[[Sequence], Step]:
@@ -412,6 +428,7 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "ZeRO-2 step": _zero(2),
     "decode, cache by batch": _decode("batch"),
     "decode, cache by heads": _decode("heads"),
+    "decode, MQA cache by sequence": decode_by_sequence,
     "dense layer, batch copied": _dense(UNEVEN_ROWS, P()),
     "dense layer, batch padded and split": _dense(UNEVEN_PADDED, P("x")),
     "predict, weights split": _predict(P("x", None)),

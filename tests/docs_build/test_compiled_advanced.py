@@ -274,6 +274,24 @@ def test_the_inference_pages_claims_hold():
         assert 1024 <= pages.wire_mib(heads) * pages.MIB < 16 * 1024
 
 
+def test_the_sequence_split_cache_keeps_its_two_all_reduces_on_every_target():
+    text = (ROOT / "docs" / "advanced" / "inference-caches.md").read_text()
+    assert "<!-- tpu-programs: decode, MQA cache by sequence -->" in text
+    said = page("inference-caches.md")
+    assert (
+        "On every target the step keeps its two all-reduces of float32 partial "
+        "results, a few kilobytes per step" in said
+    )
+    assert "on every target it was compiled for" in said
+    assert advanced.DECODE_KV_HEADS == 1  # multi-query, as the page compiles it
+    for target in ADVANCED_TARGETS:
+        p = PROGRAMS[target, "decode, MQA cache by sequence"]
+        assert kinds(p) == {"all-reduce": 2} and dtypes(p) == {"f32"}, target
+        assert 1024 <= pages.wire_mib(p) * pages.MIB < 16 * 1024
+        # the largest score, one number per query head and sequence, on every target
+        assert p["collectives"][0]["shapes"] == ["f32[8,1,8,1,1]"]
+
+
 # ---------------------------------------------------------------- the transformer page
 
 REMAT, NO_REMAT = "transformer step, remat", "transformer step, no remat"
