@@ -275,11 +275,15 @@ def every_page(base: str, pages: list[str], presets, tmp: Path, args) -> int:
     under = {key: m for key, m in medians.items() if min(m.values()) < 95}
     print(f"\n{len(under)} page(s) under 95 in some category (median)")
     for key, scores in under.items():
-        audits = sorted({a for r in log[key] for a in r["failing"]})
+        audits: dict[str, list[str]] = {}  # each audit once, with its value in each run
+        for r in log[key]:
+            for audit in r["failing"]:
+                name, _, value = audit.partition(" (")
+                audits.setdefault(name, []).append(value.rstrip(")"))
         low_cats = ", ".join(f"{c} {scores[c]}" for c in CATEGORIES if scores[c] < 95)
         print(f"  /{key}: {low_cats}")
-        for audit in audits:
-            print(f"      {audit}")
+        for name, values in sorted(audits.items()):
+            print(f"      {name} ({'; '.join(values)})")
     if args.json:
         args.json.write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
     return min(min(m.values()) for m in medians.values())
