@@ -35,13 +35,7 @@ def numpy_gqa_logits(weights: dict, tokens: np.ndarray) -> np.ndarray:
 
 
 def numpy_gqa_greedy(weights: dict, prompt: np.ndarray, new_tokens: int):
-    sequence, tokens, logits = np.asarray(prompt), [], []
-    for _ in range(new_tokens):
-        last = numpy_gqa_logits(weights, sequence)[:, -1]
-        tokens.append(last.argmax(axis=-1))
-        logits.append(last)
-        sequence = np.concatenate([sequence, tokens[-1][:, None]], axis=1)
-    return np.stack(tokens, axis=1), np.stack(logits, axis=1)
+    return numpy_greedy(weights, prompt, new_tokens, model=numpy_gqa_logits)
 
 
 def test_only_the_key_value_weights_shrink():
