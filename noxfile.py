@@ -13,7 +13,7 @@
     nox -s gpu      compile them for NVIDIA GPU nodes (H100, A100), without a GPU
     nox -s planner  compile the transformer step for the strategy planner's grid
     nox -s bench    time cold, warm and one-snippet-changed docs builds against plain mkdocs
-    nox -s lighthouse   Lighthouse scores of three pages in Chromium
+    nox -s lighthouse   Lighthouse scores of seven pages, or of every page (-- --all), in Chromium
 
 Each session builds its own environment from the pinned dependency groups in pyproject.toml,
 with uv when it is installed (`pip install nox uv`), else with virtualenv and pip.
@@ -224,7 +224,7 @@ def daily(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lighthouse(session: nox.Session) -> None:
-    """Print Lighthouse scores for the home page and two guide pages (a benchmark, not a test)."""
+    """Print Lighthouse scores of seven pages, or of every page with `-- --all` (a benchmark)."""
     install(session, "docs")
     npm_install(session, LIGHTHOUSE)
     session.run("python", "tests/bench_lighthouse.py", *session.posargs, env=QUIET)

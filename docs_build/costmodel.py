@@ -253,7 +253,9 @@ class Links:
 
 # Google's figures for v5e: ICI 400 GBps per chip, bidirectional (so 200 GB/s out); each
 # host of 8 chips has 2 x 100 Gbps NICs (so 25 Gbit/s out per chip). Peak compute: "Peak
-# compute per chip (bf16) | 197 TFLOPs" (the same page publishes no float32 peak).
+# compute per chip (bf16) | 197 TFLOPs" (the same page publishes no float32 peak). Memory:
+# "HBM2 capacity and bandwidth | 16 GB, 819 GBps" (a later version of the page says "HBM
+# bandwidth per chip | 800 GiBps", 859 GB/s: taken as 819e9 bytes/s, the smaller reading).
 V5E = Links(
     chip="v5e",
     within=400e9 / 2,
@@ -262,6 +264,8 @@ V5E = Links(
     between_name="DCN",
     source="Google Cloud's TPU v5e documentation",
     url="https://cloud.google.com/tpu/docs/v5e",
+    memory_bytes=16e9,
+    memory_per_second=819e9,
     bf16_flops=197e12,
 )
 # Google's figures for v5p (the table of key specifications): "Peak compute per chip (BF16)

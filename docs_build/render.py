@@ -474,11 +474,29 @@ def pipeline_chart(table, num_stages: int, title: str) -> Figure:
     return Figure(svg=svg, text=text)
 
 
+def decode_roofline(rows, title: str) -> Figure:
+    """Decode's FLOPs per byte beside each chip's (see docs_build/roofline.py)."""
+    from docs_build import roofline
+
+    svg, text = roofline.draw(rows, title)
+    return Figure(svg=svg, text=text)
+
+
+def decode_bound_table(rows) -> Html:
+    """The batch above which decode is compute-bound on each chip (docs_build/roofline.py)."""
+    from docs_build import roofline
+
+    table, text = roofline.table(rows)
+    return Html(html=table, text=text)
+
+
 # What a page may draw with a `<!-- draw: ... -->` line after a block: the expression is
 # evaluated with these names and the page's own variables, after the block has run.
 DRAWINGS = {
     "per_device_table": per_device_table,
     "timeline": timeline,
     "pipeline_chart": pipeline_chart,
+    "decode_roofline": decode_roofline,
+    "decode_bound_table": decode_bound_table,
 }
 DRAWINGS.update(figures.DRAWINGS)

@@ -9,9 +9,12 @@ realistic size; what is compiled is the same code.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -21,16 +24,18 @@ from jax.sharding import AxisType, NamedSharding
 
 from docs_build.compiled import steps as training
 from docs_build.compiled.steps import Step
-from snippets.advanced.expert_parallel import dispatch
+from snippets.advanced.expert_parallel import balance, dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
-from snippets.advanced.inference import layouts
+from snippets.advanced.inference import layouts, sequence
 from snippets.advanced.manual_control import collective_matmul
 from snippets.advanced.profiling import program as profiling
-from snippets.advanced.sequence_parallel import mlp, ring
+from snippets.advanced.sequence_parallel import mlp, ring, ulysses
 from snippets.advanced.shapes_and_randomness import uneven
 from snippets.advanced.transformer import init, memory, model, step
 from snippets.guides.out_of_memory import step as oom
 from snippets.models import MLP
+from snippets.training.choosing import strategies
+from snippets.training.fsdp import zero
 from snippets.training.pipeline_training import schedule as pipeline_schedule
 from snippets.training.pipeline_training.step import pipeline_step
 
@@ -38,6 +43,9 @@ from snippets.training.pipeline_training.step import pipeline_step
 MATMUL_SIZE = 4096
 # Ring attention: one head of 32768 positions of 128 features, q, k and v in bf16.
 SEQUENCE, HEAD = 32768, 128
+# Ulysses attention at the ring's sizes, with the fewest heads it takes on 8 devices (it
+# needs the device count to divide the heads): 8 heads of 32768 positions of 128, bf16.
+ULYSSES_HEADS = 8
 # The MLP block of the sequence-parallel page, and the profiling page's predict: 8192
 # tokens, d = 1024, hidden 4096, f32.
 TOKENS, D_MODEL, HIDDEN = 8192, 1024, 4096
@@ -46,6 +54,9 @@ TOKENS, D_MODEL, HIDDEN = 8192, 1024, 4096
 MOE_TOKENS_PER_DEVICE, MOE_FACTOR = 1024, 1.0
 # The decode step: the inference page's own sizes (its module constants), batch 8.
 DECODE_BATCH = 8
+# The decode step with the cache split along its sequence: multi-query attention (one
+# key-value head, which the heads layout cannot split), the page's MAX_LEN slots.
+DECODE_KV_HEADS = 1
 # The transformer page's train step at a realistic size, on its (data, fsdp, tensor) =
 # (2, 2, 2) mesh: about 168 million parameters, a batch of 16 sequences of 1024 tokens.
 TRANSFORMER = model.Config(
@@ -102,6 +113,20 @@ def ring_attention(devices: Sequence) -> Step:
     )
 
 
+def ulysses_attention(devices: Sequence) -> Step:
+    """The sequence-parallel page's causal `ulysses_attention`, jitted as its
+    `ulysses_program` jits it, on its ("seq",) mesh, at the ring's sizes."""
+    mesh = _line(devices, "seq")
+    q = _shaped(mesh, (SEQUENCE, ULYSSES_HEADS, HEAD), P("seq"), jnp.bfloat16)
+    program = jax.jit(partial(ulysses.ulysses_attention, mesh=mesh, causal=True))
+    return Step(
+        compile=lambda: program.lower(q, q, q).compile(),
+        mesh=mesh,
+        source="snippets.advanced.sequence_parallel.ulysses.ulysses_attention",
+        extra=lambda: {"heads": ULYSSES_HEADS},
+    )
+
+
 def _mlp_block(function: Callable, name: str, x_spec: P) -> Callable[[Sequence], Step]:
     def build(devices: Sequence) -> Step:
         mesh = _line(devices, "model")
@@ -136,6 +161,27 @@ def moe_layer(devices: Sequence) -> Step:
     )
 
 
+def _balance(gradient: bool) -> Callable[[Sequence], Step]:
+    """The expert-parallel page's `balance_loss` at the MoE layer's sizes: the loss as
+    its `against_numpy` compiles it, or its gradient for the router, as `descend` takes
+    it (the tokens an argument here, not a constant)."""
+
+    def build(devices: Sequence) -> Step:
+        mesh = _line(devices, "expert")
+        n = len(devices)
+        x = _shaped(mesh, (MOE_TOKENS_PER_DEVICE * n, D_MODEL), P("expert"))
+        router = _shaped(mesh, (D_MODEL, n), MOE_SPECS["router"])
+        aux_loss = balance.balance_loss(mesh, experts=n)
+        program = jax.jit(jax.grad(aux_loss, argnums=1) if gradient else aux_loss)
+        return Step(
+            compile=lambda: program.lower(x, router).compile(),
+            mesh=mesh,
+            source="snippets.advanced.expert_parallel.balance.balance_loss",
+        )
+
+    return build
+
+
 def _decode(layout: str) -> Callable[[Sequence], Step]:
     def build(devices: Sequence) -> Step:
         mesh = _line(devices, "x", AxisType.Auto)  # the inference page's mesh
@@ -147,6 +193,19 @@ def _decode(layout: str) -> Callable[[Sequence], Step]:
         )
 
     return build
+
+
+def decode_by_sequence(devices: Sequence) -> Step:
+    """The inference page's multi-query decode step, its cache split along the sequence."""
+    mesh = _line(devices, "x", AxisType.Auto)  # the inference page's mesh
+    _, step, args = sequence.by_sequence(
+        mesh, DECODE_BATCH, DECODE_KV_HEADS, sequence.MAX_LEN
+    )
+    return Step(
+        compile=lambda: step.lower(*args).compile(),
+        mesh=mesh,
+        source="snippets.advanced.inference.sequence.by_sequence",
+    )
 
 
 def _transformer(remat: bool | str) -> Callable[[Sequence], Step]:
@@ -231,6 +290,87 @@ def _oom(fixes: oom.Fixes) -> Callable[[Sequence], Step]:
     return build
 
 
+def zero_rules(mesh) -> dict[str, P]:
+    """ZeRO-1's placement by name, for `steps.abstract_training_state`: Adam's mu and nu
+    split by the FSDP rule, everything else (the parameters, the step counts) whole.
+
+    The FSDP page's `shard_moments` moves real arrays; this gives the same specs without
+    moving anything (a test compares the two on 8 CPU devices)."""
+    return {
+        f"{moment}.{name}": spec
+        for moment in ("mu", "nu")
+        for name, spec in training.fsdp_rules(mesh).items()
+    }
+
+
+def _quietly(function, *args):
+    """Call one of the FSDP page's functions without its printing."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return function(*args)
+
+
+def _held_bytes(model, optimizer) -> dict[str, int]:
+    """Bytes one device holds of the parameters and of Adam's two moments, from the
+    placed shapes."""
+
+    def shard(leaf) -> int:
+        return math.prod(leaf.sharding.shard_shape(leaf.shape)) * leaf.dtype.itemsize
+
+    moments = [
+        leaf
+        for path, leaf in jax.tree.leaves_with_path(nnx.state(optimizer))
+        if {"mu", "nu"} & set(strategies.name_of(path).split("."))
+    ]
+    held = {
+        "param_bytes": sum(map(shard, jax.tree.leaves(nnx.state(model)))),
+        "moment_bytes": sum(map(shard, moments)),
+    }
+    return held
+
+
+def _zero(stage: int) -> Callable[[Sequence], Step]:
+    """The FSDP page's ZeRO-1 or ZeRO-2 step, compiled by its own `compile_zero1` and
+    `compile_zero2`, for the training tables' MLP and batch (the page's FSDP step's
+    sizes here). ZeRO-1's compile time includes the page's second compile, without
+    `out_shardings`; ZeRO-2 needs ZeRO-1's layouts, compiled before its clock starts."""
+
+    def build(devices: Sequence) -> Step:
+        mesh = training.auto_mesh(devices, (len(devices),), ("data",))
+        model, optimizer, x, y = training.abstract_training_state(
+            mesh, zero_rules(mesh), P("data")
+        )
+        fsdp_model = training.abstract_training_state(
+            mesh, training.fsdp_rules(mesh), P("data")
+        )[0]
+        data = [(x, y)]
+
+        def zero1():
+            return _quietly(
+                zero.compile_zero1, zero.dp_step, model, optimizer, data, mesh
+            )
+
+        def zero2(zero1_program, layouts):
+            return _quietly(
+                zero.compile_zero2,
+                *(model, optimizer, data, fsdp_model, layouts, zero1_program, mesh),
+            )[0]
+
+        if stage == 1:
+            compile_it = lambda: zero1()[0]  # noqa: E731
+        else:
+            zero1_program, _, layouts = zero1()
+            compile_it = lambda: zero2(zero1_program, layouts)  # noqa: E731
+        held = _held_bytes(model, optimizer)
+        return Step(
+            compile=compile_it,
+            mesh=mesh,
+            source=f"snippets.training.fsdp.zero.compile_zero{stage}",
+            extra=lambda: held,
+        )
+
+    return build
+
+
 def _pipeline_training(kind: str) -> Callable[[Sequence], Step]:
     def build(devices: Sequence) -> Step:
         # place_stages' mesh, with the stacked weights as shapes split over "stage"
@@ -278,11 +418,17 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "gather matmul": _matmul(collective_matmul.gather_matmul, "gather_matmul"),
     "ring matmul": _matmul(collective_matmul.ring_matmul, "ring_matmul"),
     "ring attention": ring_attention,
+    "Ulysses attention": ulysses_attention,
     "tensor-parallel block": _mlp_block(mlp.tp_block, "tp_block", P()),
     "sequence-parallel block": _mlp_block(mlp.sp_block, "sp_block", P("model", None)),
     "MoE layer": moe_layer,
+    "MoE balance loss": _balance(gradient=False),
+    "MoE balance loss gradient": _balance(gradient=True),
+    "ZeRO-1 step": _zero(1),
+    "ZeRO-2 step": _zero(2),
     "decode, cache by batch": _decode("batch"),
     "decode, cache by heads": _decode("heads"),
+    "decode, MQA cache by sequence": decode_by_sequence,
     "dense layer, batch copied": _dense(UNEVEN_ROWS, P()),
     "dense layer, batch padded and split": _dense(UNEVEN_PADDED, P("x")),
     "predict, weights split": _predict(P("x", None)),

@@ -24,6 +24,7 @@ import datetime as dt
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from docs_build import hlo
@@ -51,17 +52,37 @@ def results_path(family: str) -> Path:
 
 def schedule(text: str, records: list[dict]) -> list[list]:
     """The entry computation in the order the program runs it, from its first collective
-    to its last: each collective instruction (`all-reduce-start`, `-done`, or a sync one)
-    as [opcode, name, result shapes], and each run of matmuls between them as
-    ["matmul", count, None]. What sits between a start and its done runs while the data
-    travels (the latency-hiding scheduler put it there)."""
+    to its last: each collective (`all-reduce-start`, `-done`, or a sync one) as [opcode,
+    name, result shapes], and each run of matmuls between them as ["matmul", count, None].
+    What sits between a start and its done runs while the data travels (the
+    latency-hiding scheduler put it there).
+
+    TPU's own forms count too. A chain of asynchronous collective fusions (the collective
+    printed again in each fusion, `async_collective_fusion_config`) is a start row at its
+    first fusion, named as the collective's record so that its shapes are found, and a
+    done row at its last; the fusions between them are work that runs beside it, a matmul
+    when they multiply. A reduce-scatter fusion (`kind=kCustom` around an all-reduce and a
+    dynamic-slice) is one synchronous "reduce-scatter" row. A matmul fused into a chain's
+    first or last fusion or into a reduce-scatter is not counted as compute between."""
     module = hlo.parse(text)
     shapes = {r["name"]: r["shapes"] for r in records}
+    entry = list(module.computations[module.entry].instructions.values())
+    chains = _fusion_chains(module, entry, set(shapes))
     rows: list[list] = []
-    for inst in module.computations[module.entry].instructions.values():
+    for inst in entry:
         base = inst.opcode.removesuffix("-start").removesuffix("-done")
+        chain = chains.get(inst.name)
         if base in hlo.KINDS:
             rows.append([inst.opcode, inst.name, shapes.get(inst.name)])
+        elif chain is not None and inst.name in (chain.fusions[0], chain.fusions[-1]):
+            if len(chain.fusions) == 1:  # started and awaited in one fusion: it waits
+                rows.append([chain.kind, chain.name, shapes.get(chain.name)])
+            elif inst.name == chain.fusions[0]:
+                rows.append([f"{chain.kind}-start", chain.name, shapes.get(chain.name)])
+            else:
+                rows.append([f"{chain.kind}-done", inst.name, None])
+        elif chain is None and hlo._is_reduce_scatter_fusion(module, inst):
+            rows.append(["reduce-scatter", inst.name, shapes.get(inst.name)])
         elif hlo._multiplies(module, inst, set()):
             if rows and rows[-1][0] == "matmul":
                 rows[-1][1] += 1
@@ -72,6 +93,63 @@ def schedule(text: str, records: list[dict]) -> list[list]:
     while rows and rows[-1][0] == "matmul":
         rows.pop()
     return rows
+
+
+@dataclass
+class _Chain:
+    """One TPU asynchronous collective: the entry fusions that carry it, in program order."""
+
+    kind: str
+    name: str  # its record's name (hlo.read names a chain by its first piece)
+    fusions: list[str]  # entry fusions, in program order
+    pieces: list[str]  # the collective instructions (or reduce-scatter fusions) in them
+
+
+def _fusion_chains(
+    module: hlo.Module, entry: list[hlo.Instruction], recorded: set[str]
+) -> dict[str, _Chain]:
+    """Each entry fusion that is a piece of an asynchronous collective fusion chain -> its
+    chain. The chain's key is the reader's (`hlo._chain_key`: channel and chain id); its
+    name is whichever of its pieces the records name, else the first."""
+    found: dict[tuple, _Chain] = {}
+    of: dict[str, _Chain] = {}
+    for inst in entry:
+        if inst.opcode != "fusion":
+            continue
+        if hlo._is_reduce_scatter_fusion(module, inst):
+            inner = hlo._inner_all_reduce(module, inst)
+            pieces = [("reduce-scatter", inst.name, hlo._chain_key(inner))]
+        else:
+            pieces = [
+                (hlo._KIND_OF[i.opcode], i.name, hlo._chain_key(i))
+                for i in _fused(module, inst)
+                if i.opcode in hlo._KIND_OF
+            ]
+        for kind, name, key in pieces:
+            if key is None:
+                continue
+            chain = found.setdefault((kind, *key), _Chain(kind, "", [], []))
+            chain.pieces.append(name)
+            if inst.name not in chain.fusions:
+                chain.fusions.append(inst.name)
+            of[inst.name] = chain
+    for chain in found.values():
+        chain.name = next((p for p in chain.pieces if p in recorded), chain.pieces[0])
+    return of
+
+
+def _fused(module: hlo.Module, inst: hlo.Instruction) -> list[hlo.Instruction]:
+    """The instructions of the computations a fusion calls, nested fusions included."""
+    out, todo, seen = [], list(inst.called("calls")), set()
+    while todo:
+        name = todo.pop(0)
+        if name in seen or name not in module.computations:
+            continue
+        seen.add(name)
+        for i in module.computations[name].instructions.values():
+            out.append(i)
+            todo.extend(i.called("calls"))
+    return out
 
 
 def describe(
@@ -157,11 +235,15 @@ INPUTS = (
     "snippets/advanced/sequence_parallel/ring.py",
     "snippets/advanced/sequence_parallel/attention.py",
     "snippets/advanced/sequence_parallel/mlp.py",
+    "snippets/advanced/sequence_parallel/ulysses.py",
+    "snippets/advanced/expert_parallel/balance.py",
     "snippets/advanced/expert_parallel/capacity.py",
     "snippets/advanced/expert_parallel/dispatch.py",
     "snippets/advanced/expert_parallel/layer.py",
     "snippets/advanced/inference/layouts.py",
     "snippets/advanced/inference/decode.py",
+    "snippets/advanced/inference/grouped.py",
+    "snippets/advanced/inference/sequence.py",
     "snippets/advanced/profiling/program.py",
     "snippets/advanced/shapes_and_randomness/uneven.py",
     "snippets/advanced/transformer/init.py",
@@ -171,6 +253,8 @@ INPUTS = (
     "snippets/guides/out_of_memory/step.py",
     "snippets/training/pipeline_training/schedule.py",
     "snippets/training/pipeline_training/step.py",
+    "snippets/training/fsdp/memory.py",
+    "snippets/training/fsdp/zero.py",
 )
 
 

@@ -12,6 +12,12 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-programs: NAME | NAME -->`: programs of the "Beyond the basics" pages
   (docs_build/compiled/advanced.py) on each 8-device target: collectives, bytes sent, and the
   matmuls scheduled while each asynchronous collective is in flight.
+- `<!-- tpu-zero -->`: the FSDP page's ZeRO-1 and ZeRO-2 steps beside data parallelism
+  and its FSDP step, on each 8-device target: collectives, bytes sent, arguments.
+- `<!-- tpu-ulysses -->`: the sequence-parallel page's Ulysses attention against its ring,
+  per head, on each 8-device target.
+- `<!-- tpu-balance -->`: the expert-parallel page's load-balancing loss and its gradient
+  for the router, on each 8-device target: each collective and the bytes sent.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
@@ -538,6 +544,145 @@ def _advanced_rows(names: str, data: dict, row) -> list[str]:
             cells = row(advanced_program(target, name, data))
             lines.append(f"| {name} | {target} | " + " | ".join(cells) + " |")
     return lines
+
+
+def any_program(target: str, name: str, data: dict | None = None) -> dict:
+    """A training step (`program`) or an advanced page's program, by name."""
+    data = data or results()
+    try:
+        return program(target, name, data)
+    except CompiledResultsError:
+        return advanced_program(target, name, data)
+
+
+def _kinds_forms(p: dict) -> str:
+    """As `_kinds`, but counting how each runs: `4 all-gather, f32, 1 async + 3 sync`."""
+    parts = []
+    for kind, s in p["summary"].items():
+        mine = [c for c in p["collectives"] if c["kind"] == kind]
+        forms = [
+            "async" if c["form"] in ("async", "async-fusion") else "sync" for c in mine
+        ]
+        how = " + ".join(
+            f"{forms.count(f)} {f}" if len(set(forms)) > 1 else f
+            for f in ("async", "sync")
+            if f in forms
+        )
+        dtypes = "/".join(sorted({c["dtype"] for c in mine}))
+        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
+        parts.append(f"{s['count']} {kind}{runs}, {dtypes}, {how}")
+    return "; ".join(parts) or "none"
+
+
+# The FSDP page's ZeRO steps beside the steps that keep (data parallel) and split
+# (the FSDP page's own step) everything, on the advanced programs' targets.
+ZERO_TABLE = "<!-- tpu-zero -->"
+ZERO_STEPS = ("data parallel", "ZeRO-1 step", "ZeRO-2 step", "FSDP, explicit gather")
+ZERO_LABELS = {"FSDP, explicit gather": "FSDP, this page's step"}
+
+
+def zero_table(data: dict | None = None) -> str:
+    """Per target, data parallelism, ZeRO-1, ZeRO-2 and FSDP: collectives, bytes sent,
+    and the arguments (parameters, Adam's state, the batch) one device holds."""
+    data = data or results()
+    lines = [
+        "| target | step | collectives | sent per device | arguments per device |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        for name in ZERO_STEPS:
+            p = any_program(target, name, data)
+            lines.append(
+                f"| {target} | {ZERO_LABELS.get(name, name.removesuffix(' step'))} | "
+                f"{_kinds_forms(p)} | "
+                f"{_size(wire_mib(p) * MIB)} | "
+                f"{p['memory']['argument_bytes'] / MIB:,.1f} MiB |"
+            )
+    m = data["model"]
+    caption = (
+        f"One training step of the MLP (width {m['d']}, hidden {m['hidden']}, batch "
+        f"{m['batch']}, float32, Adam) on 8 devices, per device: each kind of collective "
+        "(its count, dtype and whether it runs asynchronously), the bytes sent by the ring "
+        "model, and the arguments: parameters, Adam's state and the device's batch, "
+        f"{_compiled(data, data['advanced']['targets'])}."
+    )
+    how = (
+        "ZeRO-1 and ZeRO-2: this page's `compile_zero1` and `compile_zero2`; data "
+        "parallel: the choosing page's step; FSDP: this page's `fsdp_step_for` "
+        "(docs_build/compiled/advanced.py and steps.py). Arguments: memory_analysis()."
+        f" {_where(data, data['advanced']['targets'])}"
+    )
+    return _boxed(lines, caption, how)
+
+
+# The sequence-parallel page: Ulysses on 8 heads against the ring on one, per head.
+ULYSSES_TABLE = "<!-- tpu-ulysses -->"
+
+
+def ulysses_table(data: dict | None = None) -> str:
+    """Per target: the ring's collectives and bytes for one head, Ulysses's for its
+    heads, and both per head."""
+    data = data or results()
+    lines = [
+        "| target | ring, 1 head | Ulysses, all heads | sent per head<br>ring / Ulysses |",
+        "|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        ring_p = advanced_program(target, "ring attention", data)
+        uly = advanced_program(target, "Ulysses attention", data)
+        heads = uly["extra"]["heads"]
+        lines.append(
+            f"| {target} | {_kinds_forms(ring_p)} | {_kinds_forms(uly)} | "
+            f"{_size(wire_mib(ring_p) * MIB)} / {_size(wire_mib(uly) * MIB / heads)} |"
+        )
+    caption = (
+        "Causal attention over 32768 positions of 128 features in bfloat16, per device: "
+        "the ring's program for one head and Ulysses's for "
+        f"{heads} heads (the fewest it takes on 8 devices), each kind of collective (its "
+        "count, dtype and whether it runs asynchronously) and the bytes sent by the ring "
+        f"model per head, {_compiled(data)}."
+    )
+    how = (
+        "Sent per head: the ring's program sends for its one head; Ulysses's sends for all "
+        f"its heads in the same collectives, divided by {heads}. {_where(data)} Sizes: "
+        "docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption, how)
+
+
+# The expert-parallel page: its load-balancing loss and that loss's gradient for the router.
+BALANCE_TABLE = "<!-- tpu-balance -->"
+BALANCE = ("MoE balance loss", "MoE balance loss gradient")
+
+
+def _each(p: dict) -> str:
+    """`all-reduce s32[8], all-reduce f32[8]`: each collective and what it carries."""
+    return ", ".join(f"{c['kind']} {' '.join(c['shapes'])}" for c in p["collectives"])
+
+
+def balance_table(data: dict | None = None) -> str:
+    """Per target: the loss's and its gradient's collectives, and the bytes each sends."""
+    data = data or results()
+    lines = [
+        "| target | loss | sent | gradient for the router | sent |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        cells = []
+        for name in BALANCE:
+            p = advanced_program(target, name, data)
+            cells += [_each(p), f"{wire_mib(p) * MIB:,.0f} B"]
+        lines.append(f"| {target} | " + " | ".join(cells) + " |")
+    caption = (
+        "Per device and per call, each collective with the array it carries, and the bytes "
+        f"sent by the ring model, {_compiled(data)}."
+    )
+    how = (
+        "The loss: `balance_loss` jitted as `against_numpy` does; its gradient: "
+        "`jax.grad` of it for the router, as `descend` takes it, with the tokens an "
+        f"argument. {_where(data)} Sizes: docs_build/compiled/advanced.py."
+    )
+    return _boxed(lines, caption, how)
 
 
 def work_table(names: str, data: dict | None = None) -> str:
@@ -1198,6 +1343,12 @@ def fill(markdown: str) -> str:
     if APPROACHES_TABLE in markdown:
         markdown = markdown.replace(APPROACHES_TABLE, approaches_table())
     markdown = PROGRAMS_TABLE.sub(lambda m: programs_table(m.group(1)), markdown)
+    if ZERO_TABLE in markdown:
+        markdown = markdown.replace(ZERO_TABLE, zero_table())
+    if ULYSSES_TABLE in markdown:
+        markdown = markdown.replace(ULYSSES_TABLE, ulysses_table())
+    if BALANCE_TABLE in markdown:
+        markdown = markdown.replace(BALANCE_TABLE, balance_table())
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)

@@ -350,6 +350,31 @@ def test_page_loads_locally_without_errors_and_passes_axe_in_both_schemes(
     assert violations == {"light": [], "dark": []}  # of any impact, minor included
 
 
+def test_links_in_small_print_keep_their_contrast_in_both_schemes(
+    context, base_url, axe_script: Path
+):
+    """A caption's small print with links in it (the sources under the overlap page's cost
+    tables): the theme faded small print with opacity, links included, to 3.8:1 on white,
+    which Lighthouse's mobile run found; the daily axe run of every page finds it too, this
+    checks it on every push."""
+    page, _ = visit(context, base_url + "advanced/overlap/", wait="load")
+    assert page.locator(".md-typeset small a").count() >= 2
+    page.add_script_tag(path=str(axe_script))
+    found = {}
+    for scheme, toggle in (("default", "__palette_1"), ("slate", "__palette_0")):
+        assert scheme_of(page) == scheme
+        found[scheme] = page.evaluate(SMALL_PRINT_CONTRAST)
+        page.click(f"label[for='{toggle}']")
+    page.close()
+    assert found == {"default": [], "slate": []}
+
+
+SMALL_PRINT_CONTRAST = """async () => (await axe.run(
+    {include: [".md-typeset small"]},
+    {resultTypes: ["violations"], runOnly: {type: "rule", values: ["color-contrast"]}}
+)).violations.flatMap(v => v.nodes.map(n => n.target.join(" ")))"""
+
+
 def test_a_reader_whose_system_is_dark_gets_the_dark_scheme(browser, base_url):
     context = browser.new_context(color_scheme="dark")
     page, seen = visit(context, base_url + "basics/named-sharding/")

@@ -255,9 +255,11 @@ def test_libtpu_noise_is_dropped_and_real_errors_are_not():
 def test_results_file_stays_small(family):
     """Each collective's record on one line (driver.dump). 198 KB for CPU and TPU together
     in early November; the remat page's four policy steps (13 to 21 KB each per TPU target,
-    the offload ones largest) took tpu.json from 231 KB to 356 KB on 27 November."""
+    the offload ones largest) took tpu.json from 231 KB to 356 KB on 27 November, and the
+    sequence-split decode, ZeRO-1/2, Ulysses and load-balancing programs (1 to 4 KB each per
+    target) to 400 KB the same day."""
     path = driver.results_path(family)
-    assert path.stat().st_size < 400_000
+    assert path.stat().st_size < 450_000
     assert "HloModule" not in path.read_text()
 
 

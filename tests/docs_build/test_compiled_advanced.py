@@ -87,7 +87,7 @@ def test_every_program_names_a_function_of_the_pages():
 def test_every_module_the_programs_compile_is_an_input_of_the_results():
     """An edit to any page module that advanced.py compiles makes results.json stale (a
     test names it), rather than silently wrong: each is listed in driver.INPUTS (the
-    advanced pages' modules and the pipeline-training page's)."""
+    advanced pages' modules, the pipeline-training page's and the FSDP page's)."""
     import subprocess
     import sys
 
@@ -99,7 +99,7 @@ def test_every_module_the_programs_compile_is_an_input_of_the_results():
             "for m in list(sys.modules.values()):\n"
             "    f = getattr(m, '__file__', None) or ''\n"
             "    if m.__name__.startswith(('snippets.advanced.', "
-            "'snippets.training.pipeline_training.')) and "
+            "'snippets.training.pipeline_training.', 'snippets.training.fsdp.')) and "
             "not f.endswith('__init__.py'): print(f)",
         ],
         cwd=ROOT,
@@ -272,6 +272,24 @@ def test_the_inference_pages_claims_hold():
         heads = PROGRAMS[target, "decode, cache by heads"]
         assert kinds(heads) == {"all-reduce": 1} and dtypes(heads) == {"f32"}
         assert 1024 <= pages.wire_mib(heads) * pages.MIB < 16 * 1024
+
+
+def test_the_sequence_split_cache_keeps_its_two_all_reduces_on_every_target():
+    text = (ROOT / "docs" / "advanced" / "inference-caches.md").read_text()
+    assert "<!-- tpu-programs: decode, MQA cache by sequence -->" in text
+    said = page("inference-caches.md")
+    assert (
+        "On every target the step keeps its two all-reduces of float32 partial "
+        "results, a few kilobytes per step" in said
+    )
+    assert "on every target it was compiled for" in said
+    assert advanced.DECODE_KV_HEADS == 1  # multi-query, as the page compiles it
+    for target in ADVANCED_TARGETS:
+        p = PROGRAMS[target, "decode, MQA cache by sequence"]
+        assert kinds(p) == {"all-reduce": 2} and dtypes(p) == {"f32"}, target
+        assert 1024 <= pages.wire_mib(p) * pages.MIB < 16 * 1024
+        # the largest score, one number per query head and sequence, on every target
+        assert p["collectives"][0]["shapes"] == ["f32[8,1,8,1,1]"]
 
 
 # ---------------------------------------------------------------- the transformer page
@@ -460,3 +478,214 @@ def test_the_pages_claims_about_the_gpu_programs_hold():
         ("profiling.md", "The GPU program gathers them in float32"),
     ):
         assert phrase in page(name), (name, phrase)
+
+
+# ---------------------------------------------------------------- the FSDP page's ZeRO steps
+
+
+def test_zero_rules_place_the_state_as_the_fsdp_pages_shard_moments(devices):
+    """advanced.zero_rules gives the shapes what the page's shard_moments gives real
+    arrays: the parameters and step counts whole, mu and nu by the FSDP rule."""
+    import optax
+    from flax import nnx
+    from jax import P
+    from jax.sharding import NamedSharding
+
+    from docs_build.compiled import steps
+    from snippets.training.fsdp.placement import data_mesh
+    from snippets.training.fsdp.zero import shard_moments
+
+    mesh = data_mesh()
+    model, optimizer, x, _ = steps.abstract_training_state(
+        mesh, advanced.zero_rules(mesh), P("data")
+    )
+    real = jax.device_put(
+        steps.MLP(steps.D, steps.HIDDEN, steps.D, rngs=nnx.Rngs(0)),
+        NamedSharding(mesh, P()),
+    )
+    real_optimizer = nnx.Optimizer(real, optax.adam(1e-2), wrt=nnx.Param)
+    shard_moments(real_optimizer, steps.fsdp_rules(mesh), mesh)
+    shapes = jax.tree.leaves(nnx.state((model, optimizer)))
+    arrays = jax.tree.leaves(nnx.state((real, real_optimizer)))
+    assert [s.sharding.spec for s in shapes] == [a.sharding.spec for a in arrays]
+    assert {s.sharding.spec for s in shapes} == {P(), P("data"), P(None, "data")}
+    assert x.sharding.spec == P("data")
+
+
+def training_page(name: str) -> str:
+    return " ".join((ROOT / "docs" / "training" / name).read_text().split())
+
+
+ZERO1, ZERO2 = "ZeRO-1 step", "ZeRO-2 step"
+FSDP_PAGE_STEP = "FSDP, explicit gather"
+
+
+def collectives_of(p: dict) -> list:
+    return sorted(
+        (c["kind"], c["dtype"], tuple(c["shapes"]), c["wire_bytes"])
+        for c in p["collectives"]
+    )
+
+
+def test_the_fsdp_page_shows_its_zero_steps_on_every_target():
+    text = (ROOT / "docs" / "training" / "fsdp.md").read_text()
+    assert "<!-- tpu-zero -->" in text
+    filled = pages.zero_table()
+    for target in ADVANCED_TARGETS:
+        for name in pages.ZERO_STEPS:
+            label = pages.ZERO_LABELS.get(name, name.removesuffix(" step"))
+            assert f"| {target} | {label} |" in filled
+
+
+def test_the_zero_steps_hold_whole_parameters_and_an_eighth_of_each_moment():
+    """ "on every target a device holds the whole parameters and an eighth of each moment":
+    from the placed shapes, and in the compiled programs' arguments against data
+    parallelism's (everything whole) and FSDP's (everything split)."""
+    params = RESULTS["model"]
+    n_params = params["d"] * params["hidden"] * 2 + params["d"] + params["hidden"]
+    whole = 4 * n_params  # bytes of P in float32
+    for target in ADVANCED_TARGETS:
+        dp = pages.any_program(target, "data parallel")["memory"]["argument_bytes"]
+        fsdp = pages.any_program(target, FSDP_PAGE_STEP)["memory"]["argument_bytes"]
+        for name in (ZERO1, ZERO2):
+            p = PROGRAMS[target, name]
+            assert p["extra"] == {"param_bytes": whole, "moment_bytes": 2 * whole // 8}
+            args = p["memory"]["argument_bytes"]
+            # the moments: 2P whole in data parallelism, 2P / 8 here
+            assert dp - args == 2 * whole - 2 * whole // 8
+            # the parameters: P / 8 in FSDP, P here
+            assert args - fsdp == whole - whole // 8
+    said = training_page("fsdp.md")
+    assert (
+        "on every target a device holds the whole parameters and an eighth of each "
+        "moment" in said
+    )
+
+
+# ---------------------------------------------------------------- Ulysses against the ring
+
+
+def test_the_sequence_parallel_page_shows_ulysses_against_the_ring():
+    text = (ROOT / "docs" / "advanced" / "sequence-parallel.md").read_text()
+    assert "<!-- tpu-ulysses -->" in text
+    said = page("sequence-parallel.md")
+    assert advanced.ULYSSES_HEADS == 8 and advanced.SEQUENCE == 32768
+    assert (
+        "32768 positions of 128 features in bfloat16, with eight heads, the fewest it "
+        "takes on eight devices" in said
+    )
+    filled = pages.ulysses_table()
+    assert all(f"| {t} |" in filled for t in ADVANCED_TARGETS)
+
+
+def test_ulysses_sends_a_quarter_of_the_rings_bytes_per_head_on_every_target():
+    for target in ADVANCED_TARGETS:
+        ring_p = PROGRAMS[target, "ring attention"]
+        uly = PROGRAMS[target, "Ulysses attention"]
+        # "four all-to-alls for Ulysses and permutes only for the ring, on every target"
+        assert kinds(uly) == {"all-to-all": 4}
+        assert set(kinds(ring_p)) == {"collective-permute"}
+        # "Per head, Ulysses sends a quarter of the ring's bytes on every target"
+        per_head = pages.wire_mib(uly) / uly["extra"]["heads"]
+        assert pages.wire_mib(ring_p) == 4 * per_head
+    said = page("sequence-parallel.md")
+    assert (
+        "Per head, Ulysses sends a quarter of the ring's bytes on every target" in said
+    )
+
+
+def test_ulysses_runs_its_all_to_alls_as_each_compiler_chose():
+    for target in TPU_TARGETS:
+        # "on both TPU slices the ring's permutes are asynchronous and Ulysses's
+        # all-to-alls are not"
+        uly = PROGRAMS[target, "Ulysses attention"]
+        assert {c["form"] for c in uly["collectives"]} == {"sync"}
+        ring_p = PROGRAMS[target, "ring attention"]
+        assert {c["form"] for c in ring_p["collectives"]} == {"async"}
+    for target in GPU_TARGETS:
+        uly = PROGRAMS[target, "Ulysses attention"]
+        # "on the GPU the three all-to-alls of q, k and v are asynchronous and the
+        # output's is not, while most of the ring's permutes are synchronous there"
+        forms = [c["form"] for c in uly["collectives"]]
+        assert forms == ["async"] * 3 + ["sync"]
+        ring_forms = [
+            c["form"] for c in PROGRAMS[target, "ring attention"]["collectives"]
+        ]
+        assert ring_forms.count("sync") > len(ring_forms) / 2
+    said = page("sequence-parallel.md")
+    assert (
+        "on both TPU slices the ring's permutes are asynchronous and Ulysses's "
+        "all-to-alls are not" in said
+    )
+    assert (
+        "on the GPU the three all-to-alls of q, k and v are asynchronous and the "
+        "output's is not, while most of the ring's permutes are synchronous there"
+        in said
+    )
+
+
+# ---------------------------------------------------------------- the load-balancing loss
+
+
+def shapes(p: dict) -> list[str]:
+    return sorted(s for c in p["collectives"] for s in c["shapes"])
+
+
+def test_the_balance_loss_and_its_gradient_claims_hold_on_every_target():
+    text = (ROOT / "docs" / "advanced" / "expert-parallel.md").read_text()
+    assert "<!-- tpu-balance -->" in text
+    filled = pages.balance_table()
+    assert all(f"| {t} |" in filled for t in ADVANCED_TARGETS)
+    experts, d = 8, advanced.D_MODEL
+    for target in ADVANCED_TARGETS:
+        loss = PROGRAMS[target, "MoE balance loss"]
+        grad = PROGRAMS[target, "MoE balance loss gradient"]
+        # "The loss keeps its two all-reduces of eight numbers on every target, 56 bytes
+        # each by the ring model"
+        assert kinds(loss) == {"all-reduce": 2}
+        assert shapes(loss) == [f"f32[{experts}]", f"s32[{experts}]"]
+        assert {c["wire_bytes"] for c in loss["collectives"]} == {56}
+        # "against the megabytes of the layer's all-to-alls"
+        layer = PROGRAMS[target, "MoE layer"]
+        assert pages.wire_mib(layer) >= 3 and pages.wire_mib(loss) * pages.MIB == 112
+        # "The gradient holds two all-reduces as well, but another pair. The all-reduce of
+        # the probabilities' sums is gone ... a sum of the router's gradient, 1024 x 8 float32
+        # numbers, 56 KiB per device"
+        assert kinds(grad) == {"all-reduce": 2}
+        assert shapes(grad) == [f"f32[{d},{experts}]", f"s32[{experts}]"]
+        router = next(c for c in grad["collectives"] if c["dtype"] == "f32")
+        assert router["wire_bytes"] == 56 * 2**10
+    said = page("expert-parallel.md")
+    assert "The loss keeps its two all-reduces of eight numbers on every target" in said
+    assert "1024 \u00d7 8 float32 numbers, 56 KiB per device" in said
+
+
+def test_zero_2_compiles_to_zero_1s_collectives_and_the_plans_differ_by_backend():
+    said = training_page("fsdp.md")
+    for target in ADVANCED_TARGETS:
+        zero1, zero2 = PROGRAMS[target, ZERO1], PROGRAMS[target, ZERO2]
+        # "on every target its program holds the same collectives as ZeRO-1's"
+        assert collectives_of(zero1) == collectives_of(zero2)
+        dp = pages.wire_mib(pages.any_program(target, "data parallel"))
+        sent = pages.wire_mib(zero1)
+        if target in ("v5e:2x4", *GPU_TARGETS):
+            # "On v5e and on the H100 node the compiler reduce-scatters the kernels'
+            # gradients in both steps ... they send about data parallelism's 56.0 MiB"
+            scattered = [
+                c for c in zero1["collectives"] if c["kind"] == "reduce-scatter"
+            ]
+            assert scattered and "all-reduce" in kinds(zero1)
+            assert abs(sent / dp - 1) < 1e-3
+        else:
+            # "On v5p, as on the CPU, it keeps the full all-reduce and gathers after it,
+            # 1.5 times data parallelism's bytes."
+            assert target in ("cpu", "v5p:2x2x2")
+            assert kinds(zero1) == {"all-reduce": 1, "all-gather": 4}
+            assert abs(sent / dp - 1.5) < 1e-3
+    assert pages.number("v5e:2x4", "data parallel") == pages.number(
+        "h100:1x8", "data parallel"
+    )
+    assert "The ZeRO-2 constraint changed no compiler's plan" in said
+    assert "On v5e and on the H100 node the compiler reduce-scatters" in said
+    assert "On v5p, as on the CPU, it keeps the full all-reduce" in said
+    assert "1.5 times data parallelism's bytes" in said

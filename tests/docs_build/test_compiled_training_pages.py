@@ -18,7 +18,7 @@ MIB = 2**20
 # page: (its comparison tables, how many numbers its prose quotes)
 PAGES = {
     "data-parallel": (["data parallel"], 5),
-    "fsdp": (["FSDP, explicit gather | FSDP"], 10),
+    "fsdp": (["FSDP, explicit gather | FSDP"], 11),
     "tensor-parallel": (["tensor parallel"], 3),
     "two-d": (["2-D"], 3),
     "pipeline": (["pipeline"], 3),

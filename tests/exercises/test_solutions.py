@@ -305,6 +305,11 @@ m = mesh(("expert",))
 index = np.zeros(6, np.int32)
 got = ex.solution("moe_dispatch")(*(jax.device_put(a, NamedSharding(m, P("expert"))) for a in (rows, index)), 4, m)
 close("moe_dispatch", got, rows[None, :4])
+logits = jnp.asarray(rows[:, :1].repeat(3, axis=1) * np.array([1.0, 0.5, -1.0], np.float32))
+choices = jnp.argmax(logits, axis=1)[:, None]
+close("balance_loss", ex.solution("balance_loss")(logits, choices), 3 * (jax.nn.one_hot(choices[:, 0], 3).mean(0) * jax.nn.softmax(logits).mean(0)).sum())
+specs = ex.solution("zero1_specs")({"up.kernel": (5, 3), "up.bias": (3,)}, mesh(("data",)))
+print("zero1_specs", "ok" if specs["moments"]["up.kernel"] == P("data") and specs["params"]["up.bias"] == P() else "wrong")
 
 import tempfile
 
@@ -369,6 +374,8 @@ ONE_DEVICE_ORDER = [
     "remat_budget",
     "ring_attention",
     "moe_dispatch",
+    "balance_loss",
+    "zero1_specs",
     "checkpoint_restore",
 ]
 

@@ -13,7 +13,7 @@ from jax.sharding import Mesh, NamedSharding
 # The page shows these by including the sections of snippets/models.py, hlo.py and of
 # this page's memory.py.
 from snippets.hlo import print_collectives, read_collectives
-from snippets.models import D_HIDDEN, D_IN, D_OUT, MLP, loss_fn
+from snippets.models import D_HIDDEN, D_IN, D_OUT, MLP, loss_fn, train_step
 from snippets.training.fsdp.memory import bytes_per_device, print_row
 
 
@@ -131,8 +131,15 @@ def train_zero(
     return trained
 
 
+def dp_step(model, optimizer, x, y):
+    """The page's data-parallel `step` (an earlier block), which ZeRO-1 jits with
+    `out_shardings`."""
+    loss = train_step(model, optimizer, x, y)
+    return loss, model, optimizer
+
+
 def main() -> None:
-    from snippets.models import train_reference, train_step
+    from snippets.models import train_reference
     from snippets.training.fsdp import memory, placement, step
 
     mesh = placement.data_mesh()
@@ -142,10 +149,6 @@ def main() -> None:
     zero_model, zero_optimizer = place_zero(
         specs, mesh, replicated, replicated_optimizer, model, optimizer
     )
-
-    def dp_step(model, optimizer, x, y):
-        loss = train_step(model, optimizer, x, y)
-        return loss, model, optimizer
 
     zero1, _, layouts = compile_zero1(dp_step, zero_model, zero_optimizer, data, mesh)
     zero2, _ = compile_zero2(

@@ -38,11 +38,13 @@ def numpy_logits(weights: dict, tokens: np.ndarray) -> np.ndarray:
     return (x + out) @ w["unembed"]
 
 
-def numpy_greedy(weights: dict, prompt: np.ndarray, new_tokens: int):
-    """Greedy decoding by recomputing the whole sequence at every step."""
+def numpy_greedy(
+    weights: dict, prompt: np.ndarray, new_tokens: int, model=numpy_logits
+):
+    """Greedy decoding by recomputing the whole sequence at every step with `model`."""
     sequence, tokens, logits = np.asarray(prompt), [], []
     for _ in range(new_tokens):
-        last = numpy_logits(weights, sequence)[:, -1]
+        last = model(weights, sequence)[:, -1]
         tokens.append(last.argmax(axis=-1))
         logits.append(last)
         sequence = np.concatenate([sequence, tokens[-1][:, None]], axis=1)
