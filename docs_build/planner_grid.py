@@ -20,8 +20,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -42,9 +45,9 @@ MESHES = ((8, 1, 1), (1, 8, 1), (1, 1, 8), (2, 1, 4), (4, 1, 2), (2, 2, 2))
 # LARGE_CONFIGS. Each mesh keeps the groups of the gathers (fsdp), the gradient sums
 # (data x fsdp) and the activation sums (tensor) of different sizes, as planner.plan_of
 # needs to tell them apart (so no (8, 1, 8): its gradient sums and tensor's sums both
-# span 8 devices). One TPU generation per count, and one size, keep
-# `nox -s planner` near its budget (a 256-chip compile takes about 20 s of CPU time).
-# The CPU target stays at 8 devices: the pages' virtual CPU devices.
+# span 8 devices). One TPU generation per count, and one size, keep the whole grid's CPU
+# time down (each entry records its own). The CPU target stays at 8 devices: the pages'
+# virtual CPU devices.
 MESHES_OF = {
     16: (
         (16, 1, 1),
@@ -75,6 +78,23 @@ MESHES_OF = {
     ),
 }
 LARGE = {"h100:2x8": 16, "v5p:4x4x4": 64, "h100:8x8": 64, "v5e:16x16": 256}
+# A v5p slice's chips form a cube, 4 x 4 x 4 for 64 of them, and `jax.make_mesh` gives each
+# mesh axis whole sides of it (4, 16 or 64 chips): it refuses an axis of 8. So that slice's
+# data x fsdp and 3-D meshes are (4, 16, 1) and (4, 4, 4) (the only 3-D one; its gathers and
+# activation sums both span 4 chips, which plan_of tells apart by kind). The refused meshes
+# are tried too, and their errors kept in the grid: what the planner's program would meet.
+MESHES_OF_TARGET = {
+    "v5p:4x4x4": (
+        (64, 1, 1),
+        (1, 64, 1),
+        (1, 1, 64),
+        (4, 16, 1),
+        (1, 16, 4),
+        (16, 1, 4),
+        (4, 4, 4),
+    ),
+}
+REFUSED = {"v5p:4x4x4": ((8, 8, 1), (2, 8, 4))}
 # name -> (the page's Config fields, global batch). Heads and every split width are
 # multiples of 8, so every mesh above divides every size. Each entry records its compile's
 # wall and CPU seconds: their sums are what `nox -s planner`'s 15-minute budget is held to.
@@ -163,7 +183,9 @@ def devices_of(target: str) -> int:
 
 
 def meshes_of(target: str) -> tuple[tuple[int, int, int], ...]:
-    return MESHES if devices_of(target) == DEVICES else MESHES_OF[devices_of(target)]
+    if devices_of(target) == DEVICES:
+        return MESHES
+    return MESHES_OF_TARGET.get(target, MESHES_OF[devices_of(target)])
 
 
 def configs_of(target: str) -> dict:
@@ -224,6 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", default=[*TARGETS, *LARGE])
     parser.add_argument("--configs", nargs="+", default=[*CONFIGS, *LARGE_CONFIGS])
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="2 (default): the TPU targets in this process and the CPU and GPU ones in a "
+        "second, at once (libtpu allows one process); 1: all in this one",
+    )
     args = parser.parse_args(argv)
 
     # Compile only: TPU and GPU topologies are described under the CPU platform, and the
@@ -235,8 +265,22 @@ def main(argv: list[str] | None = None) -> int:
 
     use_cpu_devices(DEVICES)
     started = time.perf_counter()
-    entries = []
-    for target in args.targets:
+    here = [t for t in args.targets if tg.family(t) == "tpu"]
+    there = [t for t in args.targets if t not in here]
+    second = None
+    if args.jobs == 2 and here and there:
+        # the compiles of one process keep about one core busy: the other core takes the
+        # CPU and GPU targets meanwhile
+        other = args.out.with_name(args.out.name + ".cpu-gpu")
+        second = subprocess.Popen(
+            [sys.executable, "-m", "docs_build.planner_grid", "--jobs", "1"]
+            + ["--targets", *there, "--configs", *args.configs, "--out", str(other)],
+            env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        )
+    else:
+        here = list(args.targets)
+    entries, refused = [], []
+    for target in here:
         try:
             devices = tg.devices(target)
         except Exception as err:  # recorded for each entry of the target, below
@@ -257,6 +301,28 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 entries.append(entry)
                 print(_line(entry), flush=True)
+            for shape in REFUSED.get(target, ()):
+                entry = {"target": target, "config": config, "mesh": list(shape)}
+                try:
+                    compile_step(config, shape, devices)
+                except Exception as err:
+                    refused.append(entry | {"refusal": f"{type(err).__name__}: {err}"})
+                    print(f"{_line(entry)} refused, as expected", flush=True)
+                else:
+                    entries.append(
+                        entry | {"error": "compiled, though REFUSED says not"}
+                    )
+    if second is not None:
+        if second.wait() and not other.exists():  # an entry's error is recorded in it
+            raise SystemExit(
+                "the second process (CPU and GPU targets) stopped: see above"
+            )
+        entries += json.loads(other.read_text())["entries"]
+        other.unlink()
+        order = {t: i for i, t in enumerate(args.targets)}
+        entries.sort(
+            key=lambda e: order[e["target"]]
+        )  # stable: meshes keep their order
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
@@ -270,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "targets": list(args.targets),
         "entries": entries,
+        "refused": refused,
     }
     args.out.write_text(records.dump(result))
     print(f"{len(entries)} programs in {result['seconds']} s -> {args.out}")
@@ -284,8 +351,8 @@ def _config(name: str):
 
 def _line(entry: dict) -> str:
     head = f"{entry['target']:<10} {entry['config']:<17} {entry['mesh']!s:<12}"
-    if "error" in entry:
-        return f"{head} ERROR {entry['error'][:300]}"
+    if "summary" not in entry:  # an error, or a refusal (printed by the caller)
+        return head + (f" ERROR {entry['error'][:300]}" if "error" in entry else "")
     wire = sum(s["wire_bytes"] for s in entry["summary"].values()) / 2**20
     kinds = ", ".join(f"{s['runs']} {k}" for k, s in entry["summary"].items())
     return f"{head} {entry['compile_seconds']:>6.2f} s {wire:>9.2f} MiB  {kinds}"

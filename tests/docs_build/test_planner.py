@@ -78,6 +78,11 @@ def test_the_grid_reaches_64_and_256_chips_and_16_and_64_gpus_with_every_kind():
             # fsdp), activation sums (tensor)
             for a, f, t in meshes:
                 groups = [n for n in (a * f, f if a > 1 else 1, t) if n > 1]
+                if (target, (a, f, t)) == ("v5p:4x4x4", (4, 4, 4)):
+                    # a 4 x 4 x 4 cube's only 3-D mesh: gathers and activation sums
+                    # both span 4 chips, told apart by kind (all-gather, all-reduce)
+                    assert groups == [16, 4, 4]
+                    continue
                 assert len(groups) == len(set(groups)), (a, f, t)
 
 
@@ -104,7 +109,51 @@ def test_state_formula_gives_the_compiled_arguments(key):
     assert state == pytest.approx(compiled, rel=pl.TOLERANCE)
 
 
-@pytest.mark.parametrize("key", sorted(ENTRIES), ids=ids)
+# The programs whose plan the model cannot read (planner_page.unmodelled): libtpu moves
+# FSDP weights with all-reduces, every one on 64 v5p chips, the attention output's on 256
+# v5e chips.
+LARGE_SIZE = next(iter(grid.LARGE_CONFIGS))
+UNMODELLED = {
+    ("v5p:4x4x4", LARGE_SIZE, (1, 64, 1)),
+    ("v5e:16x16", LARGE_SIZE, (1, 256, 1)),
+}
+MODELLED = sorted(set(ENTRIES) - UNMODELLED)
+
+
+def test_the_unmodelled_programs_move_weights_with_all_reduces_and_miss_the_formula():
+    from docs_build import planner_page
+
+    assert {
+        (e["target"], e["config"], tuple(e["mesh"])) for e in planner_page.unmodelled()
+    } == UNMODELLED
+    for key in UNMODELLED:
+        entry, model = ENTRIES[key], pl.model_of(GRID, key[1])
+        wire, compiled = pl.against_compiled(GRID, entry)["wire"]
+        assert wire < compiled * (1 - pl.TOLERANCE)
+        # the weights the formula gathers travel otherwise: fewer gathered bytes than it says
+        gathers = pl.wire_terms(model, pl.entry_layout(entry), pl.plan_of(entry, model))
+        gathered = entry["summary"].get("all-gather", {"wire_bytes": 0})["wire_bytes"]
+        assert gathered < gathers["gathers"] * (1 - pl.TOLERANCE)
+        # and bf16 weights of a block are all-reduced over fsdp once per layer
+        block = {"bf16[2048,5632]", "bf16[5632,2048]", "bf16[1,256,8,2048]"}
+        assert any(
+            c["kind"] == "all-reduce"
+            and c["group_size"] == key[2][1]
+            and c["runs"] == model.layers
+            and block & set(c["shapes"])
+            for c in entry["collectives"]
+        )
+
+
+def test_the_meshes_a_v5p_cube_refuses_are_recorded_with_jaxs_reason():
+    refused = {(r["target"], tuple(r["mesh"])): r["refusal"] for r in GRID["refused"]}
+    assert set(refused) == {(t, m) for t, ms in grid.REFUSED.items() for m in ms}
+    for reason in refused.values():
+        assert reason.startswith("NotImplementedError")
+        assert "product of some subset of the physical mesh axis sizes" in reason
+
+
+@pytest.mark.parametrize("key", MODELLED, ids=ids)
 def test_wire_formula_under_the_programs_plan_gives_its_wire_bytes(key):
     wire, compiled = pl.against_compiled(GRID, ENTRIES[key])["wire"]
     summary = ENTRIES[key]["summary"].values()
@@ -112,7 +161,7 @@ def test_wire_formula_under_the_programs_plan_gives_its_wire_bytes(key):
     assert wire == pytest.approx(compiled, rel=pl.TOLERANCE)
 
 
-@pytest.mark.parametrize("key", sorted(k for k in ENTRIES if k[2][1] > 1), ids=ids)
+@pytest.mark.parametrize("key", [k for k in MODELLED if k[2][1] > 1], ids=ids)
 def test_the_gathers_term_is_the_programs_all_gathers(key):
     """FSDP's gathers, alone: within the tolerance of what the program gathers."""
     entry = ENTRIES[key]
@@ -124,8 +173,8 @@ def test_the_gathers_term_is_the_programs_all_gathers(key):
 
 def test_the_largest_disagreement_per_figure_and_target_is_within_the_tolerance():
     largest = {}
-    for key, entry in ENTRIES.items():
-        for figure, (ours, theirs) in pl.against_compiled(GRID, entry).items():
+    for key in MODELLED:
+        for figure, (ours, theirs) in pl.against_compiled(GRID, ENTRIES[key]).items():
             gap = abs(ours - theirs) / theirs
             largest[key[0], figure] = max(largest.get((key[0], figure), 0.0), gap)
     assert set(largest) == {(t, f) for t in GRID["targets"] for f in ("state", "wire")}
@@ -229,6 +278,24 @@ LARGE_DEPARTURES = {
 }
 
 
+def tpu_large_departures(a: int, f: int, t: int) -> set[str]:
+    """libtpu's departures on 64 v5p and 256 v5e chips, the same on both: tensor sums a
+    block's input gradients in 2 all-reduces; every mesh with fsdp all-reduces the
+    gradients over data x fsdp, all of them, or on fsdp x tensor (no data axis) the block
+    matrices' (v5e's 8-chip programs scatter them)."""
+    found = set()
+    if t > 1:
+        found.add("input gradients summed in 2 all-reduces per block, not 4")
+    if f > 1 and a == 1 and t > 1:
+        found.add(
+            "the gradients of q and out, of k and v and of every MLP matrix all-reduced "
+            "over data x fsdp"
+        )
+    elif f > 1:
+        found.add("every gradient all-reduced over data x fsdp, not scattered")
+    return found
+
+
 @pytest.mark.parametrize(
     "key", sorted(k for k in ENTRIES if k[0] in grid.LARGE), ids=ids
 )
@@ -236,11 +303,15 @@ def test_the_larger_programs_depart_from_the_textbook_plan_exactly_here(key):
     """The H100 programs of 16 and 64 GPUs depart as the 8-GPU node's do: FSDP gathers the
     head and, for the backward pass, the block weights again in float32; tensor sums the
     gated block's input gradients in 2 all-reduces and the attention output in bf16; a
-    mesh with data and fsdp all-reduces every gradient, as the node's (2, 2, 2) does."""
+    mesh with data and fsdp all-reduces every gradient, as the node's (2, 2, 2) does. The
+    TPU programs of 64 and 256 chips: tpu_large_departures."""
     target, config, (a, f, t) = key
     model = pl.model_of(GRID, config)
     found = set(pl.plan_of(ENTRIES[key], model).departures(model))
     chip = target.split(":")[0]
+    if chip in ("v5e", "v5p"):
+        assert found == tpu_large_departures(a, f, t)
+        return
     assert chip in LARGE_DEPARTURES, (
         f"{key}: {sorted(found)}: say where {chip}'s departures show in LARGE_DEPARTURES"
     )
