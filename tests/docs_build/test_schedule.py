@@ -146,3 +146,17 @@ def test_a_matmul_fused_into_a_collective_is_not_compute_between(parameter):
     edited = text.replace(line, f"{line}\n{dot}")
     assert edited.count(" dot(") == 1
     assert driver.schedule(edited, records) == V5E_FSDP
+
+
+def test_xlas_collective_matmul_is_read_from_its_loop():
+    """The H100 program of the overlap page's XLA collective matmul keeps its collectives
+    in a while loop: the entry's schedule is empty, and `loop_schedules` gives the stored
+    record's loop (fixture: its --save-hlo text, trimmed)."""
+    text, records = read("gpu_h100x8_xla_collective_matmul.hlo")
+    stored = overlap.find("h100:1x8", "XLA collective matmul")
+    assert driver.schedule(text, records) == stored["schedule"] == []
+    assert driver.loop_schedules(text, records) == stored["loops"]
+    assert len(stored["loops"]) == 1 and stored["loops"][0]["schedule"]
+    # a program without a loop has none to record
+    plain, plain_records = read("gpu_h100x8_dp_step.hlo")
+    assert driver.loop_schedules(plain, plain_records) == []

@@ -35,7 +35,8 @@ def test_each_drawing_is_its_schedule(target, name):
     in_flight does not read, is a record of that form), and every matmul run of the
     schedule is a box."""
     p = overlap.find(target.strip(), name.strip(), DATA)
-    spans, runs = overlap.spans(p["schedule"])
+    schedule, _ = overlap.drawn(p)
+    spans, runs = overlap.spans(schedule)
     paired = [s for s in spans if s.asynchronous]
     flights = {f["start"]: f["matmuls"] for f in p["in_flight"]}
     fused = {c["name"] for c in p["collectives"] if c["form"] == "async-fusion"}
@@ -52,7 +53,7 @@ def test_each_drawing_is_its_schedule(target, name):
     assert bars == [(s.kind, str(s.first), str(s.last), str(s.matmuls)) for s in spans]
     boxes = re.findall(r'class="matmul" data-column="(\d+)" data-count="(\d+)"', svg)
     assert boxes == [(str(c), str(n)) for c, n in runs]
-    rows = [r for r in p["schedule"] if r[0] == "matmul"]
+    rows = [r for r in schedule if r[0] == "matmul"]
     assert sum(int(n) for _, n in boxes) == sum(r[1] for r in rows)
     words = overlap.describe(target.strip(), name.strip(), DATA)
     assert len(words) == len(spans) + len(runs)
@@ -134,6 +135,97 @@ def test_what_the_prose_says_of_the_matmuls():
         ]
         # back to back first, products only inside the last few
         assert counts[:4] == [0, 0, 0, 0] and counts[-1] > 0
+
+
+def said(page: str = "") -> str:
+    return " ".join((page or PAGE.read_text()).split())
+
+
+def loop_spans(target: str) -> list:
+    """The spans of XLA's collective matmul as the page draws it: its one loop's body."""
+    schedule, loop = overlap.drawn(overlap.find(target, "XLA collective matmul", DATA))
+    assert loop is not None
+    return overlap.spans(schedule)
+
+
+def xla_matmul_claims(data: dict) -> None:
+    """What the page says of XLA's collective matmul, against `data`."""
+    find = lambda target, name: overlap.find(target, name, data)  # noqa: E731
+    # "Without the option every backend gathers x in one synchronous all-gather"
+    for target in ("cpu", "v5e:2x4", "v5p:2x2x2", "h100:1x8"):
+        plain = find(target, "XLA matmul")
+        assert [(c["kind"], c["form"]) for c in plain["collectives"]] == [
+            ("all-gather", "sync")
+        ], target
+        assert plain["extra"]["options"] == {}
+    # the CPU takes the GPU option and compiles the program it has without it
+    cpu, cpu_plain = find("cpu", "XLA collective matmul"), find("cpu", "XLA matmul")
+    assert cpu["extra"]["options"] == {"xla_gpu_threshold_for_windowed_einsum_mib": 0}
+    for field in ("collectives", "schedule", "in_flight", "memory", "loops"):
+        assert cpu[field] == cpu_plain[field], field
+    # H100: no all-gather left; one loop, run once, of eight permutes of a 512-row
+    # block and eight matmuls; the first permute synchronous, each of the other seven
+    # in flight over one matmul
+    h100 = find("h100:1x8", "XLA collective matmul")
+    assert h100["extra"]["options"] == cpu["extra"]["options"]
+    assert {c["kind"] for c in h100["collectives"]} == {"collective-permute"}
+    assert h100["schedule"] == []
+    (loop,) = h100["loops"]
+    assert loop["trip_count"] == 1
+    assert [c["shapes"] for c in h100["collectives"]] == [["bf16[512,4096]"]] * 8
+    schedule, _ = overlap.drawn(h100)
+    spans, runs = overlap.spans(schedule)
+    assert sum(n for _, n in runs) == 8
+    assert [(s.asynchronous, s.matmuls) for s in spans] == [(False, 0)] + [
+        (True, 1)
+    ] * 7
+    assert [f["matmuls"] for f in h100["in_flight"]] == [1] * 7
+    # "eight blocks of 4 MiB per device, where the gather sent seven eighths of 32 MiB"
+    assert wire_mib(h100) == 8 * 4
+    assert wire_mib(find("h100:1x8", "XLA matmul")) == 7 / 8 * 32
+
+
+def test_what_the_prose_says_of_xlas_collective_matmul():
+    xla_matmul_claims(DATA)
+    text = said()
+    assert "<!-- overlap-chart: h100:1x8 / XLA collective matmul -->" in text
+    assert "<!-- tpu-programs: XLA matmul | XLA collective matmul -->" in text
+    assert "the H100 program has no all-gather left" in text
+    assert "eight collective-permutes of a 512-row block of x and eight matmuls" in text
+    assert "each of the other seven travels while one matmul runs" in text
+    assert (
+        "eight blocks of 4 MiB per device, where the gather sent seven eighths" in text
+    )
+    assert "shows no program of it" not in text
+
+
+def test_the_claims_fail_when_the_h100_program_flips():
+    """The check can fail: the same record with its permutes waiting for nothing (as the
+    hand-written ring's H100 program does) or its gather back breaks the sentences."""
+    import copy
+
+    for flip in ("in flight", "gather"):
+        data = copy.deepcopy(DATA)
+        p = overlap.find("h100:1x8", "XLA collective matmul", data)
+        if flip == "in flight":
+            rows = p["loops"][0]["schedule"]
+            p["loops"][0]["schedule"] = [r for r in rows if r[0] != "matmul"]
+        else:
+            p["collectives"][0]["kind"] = "all-gather"
+        with pytest.raises(AssertionError):
+            xla_matmul_claims(data)
+
+
+def test_a_chart_draws_one_loop_and_says_how_often_it_runs():
+    import copy
+
+    data = copy.deepcopy(DATA)
+    p = overlap.find("h100:1x8", "XLA collective matmul", data)
+    caption = overlap.chart("h100:1x8", "XLA collective matmul", data)
+    assert "the body of the loop XLA made (it runs once per call)" in caption
+    p["loops"].append(p["loops"][0])
+    with pytest.raises(ValueError, match="2 loops hold collectives"):
+        overlap.drawn(p)
 
 
 def test_the_hide_table_is_the_formula_on_the_published_figures():
