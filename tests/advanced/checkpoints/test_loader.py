@@ -41,6 +41,8 @@ def fresh_loader():
 def test_the_resumed_run_reads_the_same_rows_and_computes_the_same_losses(loader_run):
     (kept_on, kept_rows, resumed, resumed_rows), printed = loader_run
     assert len(kept_on) == len(resumed) == 3
+    # one process: its rows are the whole global batch
+    assert [len(rows) for rows in kept_rows] == [loader.GLOBAL_BATCH] * 3
     assert resumed_rows == kept_rows
     assert resumed == kept_on  # bitwise: the same floats
     assert printed.splitlines()[-2:] == [
@@ -90,7 +92,8 @@ def test_without_the_restored_key_the_same_rows_but_other_losses(
 ):
     (kept_on, kept_rows, _, _), _ = loader_run
     (data_mesh, _, _), _ = placed
-    other = jax.device_put(jax.random.key(2), NamedSharding(data_mesh, P()))
+    # the run's first key, as a restart that did not save it would take
+    other = jax.device_put(jax.random.key(1), NamedSharding(data_mesh, P()))
     losses, rows, _ = resume_from(placed, loader_dir, key=other)
     assert rows == kept_rows
     assert max(abs(a - b) for a, b in zip(losses, kept_on, strict=True)) > 1e-4
@@ -105,6 +108,8 @@ def test_the_loaded_iterator_is_the_one_passed_in_and_the_key_is_replicated(
         loader_dir / "with-data", data_mesh, state.FSDP, fresh
     )
     assert data is fresh
+    # Grain's iterators save and load themselves when Orbax asks
+    assert isinstance(fresh, ocp.handlers.StatefulCheckpointable)
     replicated = NamedSharding(data_mesh, P())
     assert key.sharding.is_equivalent_to(replicated, 0)
     x = np.zeros((loader.GLOBAL_BATCH, loader.D_IN), np.float32)
@@ -260,5 +265,6 @@ def test_grain_batches_across_an_epoch_boundary_and_can_repeat_a_row():
 def test_the_prose_says_what_the_tests_check():
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert "The tests check that either one changes the losses." in text
+    assert "restarted from the run's first key" in text
     assert "an epoch is four steps" in text
     assert loader.ROWS == 64 and loader.GLOBAL_BATCH == 16
