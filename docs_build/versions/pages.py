@@ -351,9 +351,13 @@ def pip_install() -> str:
 
 
 def pip_install_orbax() -> str:
-    """The checkpoints page's one extra package, at the version the site is built with."""
-    version = importlib.metadata.version("orbax-checkpoint")
-    return f'```{{.bash}}\npip install "orbax-checkpoint=={version}"\n```'
+    """The checkpoints page's extra packages, Orbax and Grain, at the versions the site is
+    built with."""
+    pins = " ".join(
+        f'"{name}=={importlib.metadata.version(name)}"'
+        for name in ("orbax-checkpoint", "grain")
+    )
+    return f"```{{.bash}}\npip install {pins}\n```"
 
 
 GENERATED = {

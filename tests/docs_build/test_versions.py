@@ -311,12 +311,13 @@ def test_pinned_versions_are_filled_from_the_installed_packages():
     import importlib.metadata
     import tomllib
 
-    orbax = importlib.metadata.version("orbax-checkpoint")
-    assert f'"orbax-checkpoint=={orbax}"' in pages.fill(
-        "<!-- generated: pip-install-orbax -->", "p"
-    )
     examples = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
-    assert f"orbax-checkpoint=={orbax}" in examples["examples"]
+    for name in ("orbax-checkpoint", "grain"):
+        version = importlib.metadata.version(name)
+        assert f'"{name}=={version}"' in pages.fill(
+            "<!-- generated: pip-install-orbax -->", "p"
+        )
+        assert f"{name}=={version}" in examples["examples"]
 
 
 def test_a_page_that_needs_a_newer_release_is_told_so():
