@@ -107,11 +107,11 @@ def spans(schedule: list[list]) -> tuple[list[Span], list[tuple[int, int]]]:
 
 def drawn(p: dict) -> tuple[list[list], dict | None]:
     """What a chart draws of a program: its entry computation's schedule, or, where the
-    entry runs no collective and the program recorded one loop that does (XLA's own
-    collective matmul puts its permutes and matmuls in a `while`), that loop's body. The
-    loop is returned too (None for the entry)."""
+    program recorded a loop that holds collectives (XLA's own collective matmul puts its
+    permutes and matmuls in a `while`), that loop's body; the words below the chart list
+    what the entry runs outside it. The loop is returned too (None for the entry)."""
     loops = p.get("loops", [])
-    if p["schedule"] or not loops:
+    if not loops:
         return p["schedule"], None
     if len(loops) > 1:
         raise ValueError(
@@ -123,8 +123,18 @@ def drawn(p: dict) -> tuple[list[list], dict | None]:
 
 def describe(target: str, name: str, data: dict | None = None) -> list[str]:
     """The drawing in words: one line per collective and per run of matmuls, in order."""
+    return _words(drawn(find(target, name, data))[0])
+
+
+def outside(target: str, name: str, data: dict | None = None) -> list[str]:
+    """What the entry computation runs beside a drawn loop, in words (empty if nothing)."""
     p = find(target, name, data)
-    collectives, matmuls = spans(drawn(p)[0])
+    _, loop = drawn(p)
+    return _words(p["schedule"]) if loop is not None and p["schedule"] else []
+
+
+def _words(schedule: list[list]) -> list[str]:
+    collectives, matmuls = spans(schedule)
     if not collectives:
         return ["No collective in the program's entry computation."]
     events = [(s.first, 0, s) for s in collectives] + [(c, 1, n) for c, n in matmuls]
@@ -203,7 +213,7 @@ def chart(target: str, name: str, data: dict | None = None) -> str:
     where = "the entry computation"
     if loop is not None:
         runs = loop["trip_count"]
-        times = {None: "an unknown number of times", 1: "once"}.get(
+        times = {None: "an unknown number of times", 1: "once", 2: "twice"}.get(
             runs, f"{runs} times"
         )
         where = f"the body of the loop XLA made (it runs {times} per call)"
@@ -213,6 +223,10 @@ def chart(target: str, name: str, data: dict | None = None) -> str:
         "runs from an asynchronous collective's start to its done; a solid one is a "
         "synchronous collective; green boxes are runs of matmuls, with their count."
     )
+    besides = outside(target, name, data)
+    if besides:
+        listed = "\n".join(f"- {html.escape(line)}" for line in besides)
+        items += f"\n\nOutside the loop, the entry computation runs:\n\n{listed}"
     return (
         f'<figure class="overlap-chart" data-target="{html.escape(target)}" '
         f'data-program="{html.escape(name)}">\n{svg(target, name, data)}\n'

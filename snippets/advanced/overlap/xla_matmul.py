@@ -22,7 +22,7 @@ from snippets.advanced.manual_control.collective_matmul import check_matmul
 # The compile option that asks each backend's XLA for its collective matmul.
 COLLECTIVE_MATMUL = {
     "gpu": {"xla_gpu_threshold_for_windowed_einsum_mib": 0},
-    "tpu": {"xla_tpu_enable_windowed_einsum_for_all_gather": True},
+    "tpu": {"xla_tpu_all_gather_collective_matmul_mode": "post_spmd"},
 }
 
 

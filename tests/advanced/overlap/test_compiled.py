@@ -8,7 +8,7 @@ import pytest
 
 from docs_build import costmodel as cm
 from docs_build import steptime
-from docs_build.compiled import overlap
+from docs_build.compiled import overlap, pages
 from docs_build.compiled.results import results, wire_mib
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "overlap.md"
@@ -183,6 +183,40 @@ def xla_matmul_claims(data: dict) -> None:
     # "eight blocks of 4 MiB per device, where the gather sent seven eighths of 32 MiB"
     assert wire_mib(h100) == 8 * 4
     assert wire_mib(find("h100:1x8", "XLA matmul")) == 7 / 8 * 32
+    # libtpu, "the same on v5e and v5p": blocks both ways round the ring; one permute
+    # before a loop that runs twice; each trip a block each way, both passed on (the
+    # second pair), two matmuls while that second pair travels; nine permutes, 36 MiB,
+    # four of the nine with matmuls beside them
+    v5e, v5p = (find(t, "XLA collective matmul") for t in ("v5e:2x4", "v5p:2x2x2"))
+    for field in ("schedule", "in_flight", "loops", "summary", "extra"):
+        assert v5e[field] == v5p[field], field
+    assert v5e["extra"]["options"] == {
+        "xla_tpu_all_gather_collective_matmul_mode": "post_spmd"
+    }
+    assert {c["kind"] for c in v5e["collectives"]} == {"collective-permute"}
+    ways = {c["replica_groups"] for c in v5e["collectives"]}
+    assert len(ways) == 2
+    one, other = (set(re.findall(r"\{(\d+),(\d+)\}", w)) for w in ways)
+    assert other == {(b, a) for a, b in one}
+    entry = overlap.spans(v5e["schedule"])[0]
+    assert [(s.kind, s.matmuls) for s in entry] == [("collective-permute", 0)]
+    (loop,) = v5e["loops"]
+    assert loop["trip_count"] == 2
+    spans, runs = overlap.spans(loop["schedule"])
+    assert [(s.kind, s.asynchronous, s.matmuls) for s in spans] == [
+        ("collective-permute", True, 0),
+        ("collective-permute", True, 0),
+        ("collective-permute", True, 2),
+        ("collective-permute", True, 2),
+    ]
+    assert sum(n for _, n in runs) == 2
+    directions = {c["name"]: c["replica_groups"] for c in v5e["collectives"]}
+    assert {directions[s.name] for s in spans[:2]} == ways
+    assert {directions[s.name] for s in spans[2:]} == ways
+    assert v5e["summary"]["collective-permute"]["runs"] == 9
+    assert wire_mib(v5e) == 9 * 4
+    beside = {f["start"] for f in v5e["in_flight"] if f["matmuls"]}
+    assert sum(c["runs"] for c in v5e["collectives"] if c["name"] in beside) == 4
 
 
 def test_what_the_prose_says_of_xlas_collective_matmul():
@@ -196,22 +230,48 @@ def test_what_the_prose_says_of_xlas_collective_matmul():
     assert (
         "eight blocks of 4 MiB per device, where the gather sent seven eighths" in text
     )
+    for target in ("v5e:2x4", "v5p:2x2x2"):
+        assert f"<!-- overlap-chart: {target} / XLA collective matmul -->" in text
+    assert "libtpu's plan, the same on v5e and v5p, sends blocks both ways" in text
+    assert "One permute runs before a loop that runs twice" in text
+    assert "runs two matmuls while that second pair travels" in text
+    assert (
+        "nine permutes per call, 36 MiB per device; four of them, the second pair"
+        in text
+    )
+    # the table counts the v5e permutes as the program holds them, and how often they run
+    row = next(
+        line
+        for line in pages.programs_table("XLA collective matmul", DATA).splitlines()
+        if "| v5e:2x4 |" in line
+    )
+    assert "| 5 collective-permute (9 runs), bf16, async | 36.0 MiB |" in row
+    assert "The GPU and TPU compilers can write the ring themselves" in text
     assert "shows no program of it" not in text
 
 
 def test_the_claims_fail_when_the_h100_program_flips():
-    """The check can fail: the same record with its permutes waiting for nothing (as the
-    hand-written ring's H100 program does) or its gather back breaks the sentences."""
+    """The check can fail: a record with its permutes waiting for nothing (as the
+    hand-written ring's H100 program does), its gather back, or (v5e) its blocks going
+    one way only breaks the sentences."""
     import copy
 
-    for flip in ("in flight", "gather"):
+    for target, flip in [
+        ("h100:1x8", "in flight"),
+        ("h100:1x8", "gather"),
+        ("v5p:2x2x2", "in flight"),
+        ("v5e:2x4", "one way"),
+    ]:
         data = copy.deepcopy(DATA)
-        p = overlap.find("h100:1x8", "XLA collective matmul", data)
+        p = overlap.find(target, "XLA collective matmul", data)
         if flip == "in flight":
             rows = p["loops"][0]["schedule"]
             p["loops"][0]["schedule"] = [r for r in rows if r[0] != "matmul"]
-        else:
+        elif flip == "gather":
             p["collectives"][0]["kind"] = "all-gather"
+        else:
+            for c in p["collectives"]:
+                c["replica_groups"] = p["collectives"][0]["replica_groups"]
         with pytest.raises(AssertionError):
             xla_matmul_claims(data)
 
