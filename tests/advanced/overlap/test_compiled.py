@@ -246,7 +246,8 @@ def test_what_the_prose_says_of_xlas_collective_matmul():
         if "| v5e:2x4 |" in line
     )
     assert "| 5 collective-permute (9 runs), bf16, async | 36.0 MiB |" in row
-    assert "The GPU and TPU compilers can write the ring themselves" in text
+    assert "XLA's compilers for the H100 and for v5e and v5p can write the ring" in text
+    assert "The rewrite is theirs, not the CPU's" in text
     assert "shows no program of it" not in text
 
 
