@@ -607,3 +607,20 @@ def test_an_unexpected_exception_in_a_probe_is_recorded_with_its_type():
         "exception": "KeyError",
         "message": "'not what anyone expected'",
     }
+
+
+@pytest.mark.parametrize("group", ["api", "old", "error"])
+def test_search_indexes_each_message_of_a_row_once(group):
+    """A message several releases print alike (most of them) is left out of the search
+    index after its first cell in the row; every distinct one stays in once."""
+    table = pages.compatibility_table(group)
+    repeated = 0
+    for row in re.findall(r"<tr><th scope=\"row\">.*?</tr>", table, re.S):
+        folds = re.findall(
+            r'<div class="vm-message"( data-search-exclude="repeat")?>(.*?)</div>', row
+        )
+        indexed = [body for excluded, body in folds if not excluded]
+        assert len(indexed) == len(set(indexed))
+        assert {body for _, body in folds} == set(indexed)
+        repeated += len(folds) - len(indexed)
+    assert repeated > 0
