@@ -925,6 +925,9 @@ def folded(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return rows[:FOLD], rows[FOLD:]
 
 
+SEARCH_EXCLUDED = '<div markdown="1" data-search-exclude="figures">'
+
+
 def examples_table(case: dict) -> str:
     found = answer(case)
     head = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
@@ -933,11 +936,13 @@ def examples_table(case: dict) -> str:
         return ["| " + " | ".join(example_cells(r, case["chip"])) + " |" for r in rows]
 
     shown, rest = folded(found["rows"])
-    text = [f"**{example_title(case)}**", "", *head, *lines(shown)]
+    # The tables are figures, not words to search for: left out of the search index
+    # (their title and the section's prose stay in).
+    text = [f"**{example_title(case)}**", "", SEARCH_EXCLUDED, "", *head, *lines(shown)]
     if rest:
         text += ["", f'??? note "{fold_label(rest)}"', ""]
         text += ["    " + line for line in [*head, *lines(rest)]]
-    return "\n".join(text)
+    return "\n".join([*text, "", "</div>"])
 
 
 def program_row(case: dict) -> dict:
