@@ -28,7 +28,7 @@ NOTEBOOKS = outputs.DOCS / "notebooks"
 SHOWN_VERSIONS = ("jax", "flax", "optax")
 # Packages only some pages import (module: distribution): a notebook pins them in its Colab
 # install line when its code imports them, since Colab's own versions may differ.
-OPTIONAL_PACKAGES = {"orbax": "orbax-checkpoint"}
+OPTIONAL_PACKAGES = {"orbax": "orbax-checkpoint", "grain": "grain"}
 ANNOTATION_MARK = re.compile(r"\s*# \(\d+\)!$", re.MULTILINE)
 MD_LINK = re.compile(r"\]\((?!https?:|#|mailto:)([^)\s]+?\.md)(#[^)\s]*)?\)")
 

@@ -63,6 +63,7 @@ VERSIONED = (
     "rich",
     "matplotlib",
     "orbax-checkpoint",
+    "grain",
 )
 INCLUDE = re.compile(
     r"""^[ \t]*-+8<-+[ \t]+["']?([^"'\s]+)["']?[ \t]*$""", re.MULTILINE

@@ -305,21 +305,24 @@ def test_heading_attribute_lists_are_the_sites_not_the_notebooks():
 
 
 def test_a_notebook_pins_the_optional_packages_its_page_imports():
-    """On Colab the checkpoints notebook installs the Orbax the page ran with; a page that
-    imports no Orbax does not install it."""
+    """On Colab the checkpoints notebook installs the Orbax and the Grain the page ran with;
+    a page that imports neither installs neither."""
     import importlib.metadata
 
     pages = {
         "advanced/checkpoints.md": True,
         "concepts/collectives.md": False,
     }
-    pin = f"orbax-checkpoint=={importlib.metadata.version('orbax-checkpoint')}"
+    pins = [
+        f"{n}=={importlib.metadata.version(n)}" for n in ("orbax-checkpoint", "grain")
+    ]
     for rel, wanted in pages.items():
         page = outputs.DOCS / rel
         blocks = outputs.ensure([page])[rel].blocks
         text = notebooks.build(page, SITE, REPO, blocks)
         install = next(line for line in text.splitlines() if "%pip install" in line)
-        assert (pin in install) == wanted, (rel, install)
+        for pin in pins:
+            assert (pin in install.split()) == wanted, (rel, install)
 
 
 def test_a_notebook_links_to_the_page_for_what_only_a_browser_runs():

@@ -8,10 +8,16 @@
 let codeBars = 0;
 const SCROLL_REGIONS = ".md-typeset__scrollwrap, .md-typeset .per-device-table, .md-typeset .sharding-diagram";
 function nameUnnamed() {
+  // Every size is read before anything is written: a read after a write makes the browser
+  // lay the page out again, once per block.
+  const scrolls = (el) => el.scrollWidth > el.clientWidth;
+  const regions = [...document.querySelectorAll(SCROLL_REGIONS)].filter(
+    (wrap) => !wrap.hasAttribute("tabindex") && scrolls(wrap));
+  const codes = [...document.querySelectorAll(".md-typeset pre > code:not([tabindex='0'])")]
+    .filter(scrolls);
   // A box wider than the page scrolls sideways (a table in its wrapper, a per-device table, a
   // diagram): reachable by keyboard too, as a named region.
-  for (const wrap of document.querySelectorAll(SCROLL_REGIONS)) {
-    if (wrap.hasAttribute("tabindex") || wrap.scrollWidth <= wrap.clientWidth) continue;
+  for (const wrap of regions) {
     wrap.setAttribute("tabindex", "0");
     wrap.setAttribute("role", "region");
     // Named after its caption, or else after the section it is in (the nearest heading before
@@ -31,11 +37,12 @@ function nameUnnamed() {
     }
     wrap.setAttribute("aria-label", name);
   }
-  // A code or output block with a line longer than the block scrolls too: the theme makes it
-  // focusable; it gets a name (as a group: a name needs a role, and a landmark per block
-  // would crowd the page's list of regions).
-  for (const code of document.querySelectorAll(".md-typeset pre > code:not([aria-label])")) {
-    if (code.scrollWidth <= code.clientWidth) continue;
+  // A code or output block with a line longer than the block scrolls too: focusable, and
+  // named (as a group: a name needs a role, and a landmark per block would crowd the page's
+  // list of regions). The theme makes such a block focusable only where the pointer can
+  // hover, and takes the tabindex away again on a touch screen (a phone with a keyboard, or
+  // a switch, could not scroll it): the observer below sees that and it is put back.
+  for (const code of codes) {
     code.setAttribute("tabindex", "0");
     code.setAttribute("role", "group");
     code.setAttribute("aria-label", code.closest(".output") ? "Output" : "Code");
@@ -81,6 +88,7 @@ new MutationObserver(() => {
 }).observe(document.documentElement, {
   childList: true,
   subtree: true,
+  attributeFilter: ["tabindex"],
 });
 // A narrower window makes more boxes scroll.
 let resized = null;

@@ -28,6 +28,7 @@ from snippets.advanced.expert_parallel import balance, dispatch
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
 from snippets.advanced.inference import layouts, sequence
 from snippets.advanced.manual_control import collective_matmul
+from snippets.advanced.overlap import xla_matmul
 from snippets.advanced.profiling import program as profiling
 from snippets.advanced.sequence_parallel import mlp, ring, ulysses
 from snippets.advanced.shapes_and_randomness import uneven
@@ -96,6 +97,38 @@ def _matmul(function: Callable, name: str) -> Callable[[Sequence], Step]:
             compile=lambda: function.lower(x, w, mesh).compile(),
             mesh=mesh,
             source=f"snippets.advanced.manual_control.collective_matmul.{name}",
+        )
+
+    return build
+
+
+def _xla_matmul(collective: bool) -> Callable[[Sequence], Step]:
+    """The overlap page's `sharded_matmul` at the collective matmul's sizes: plain, or
+    jitted with the option that asks the target's XLA for its own collective matmul (the
+    page's `xla_collective_matmul`, whose GPU option the CPU compiler also takes)."""
+
+    def build(devices: Sequence) -> Step:
+        mesh = _line(devices)
+        shape = (MATMUL_SIZE, MATMUL_SIZE)
+        x = _shaped(mesh, shape, P("x", None), jnp.bfloat16)
+        w = _shaped(mesh, shape, P(None, "x"), jnp.bfloat16)
+        options, program = {}, xla_matmul.plain_matmul
+        if collective and devices[0].platform == "tpu":
+            options = xla_matmul.COLLECTIVE_MATMUL["tpu"]
+            program = jax.jit(
+                xla_matmul.sharded_matmul,
+                static_argnames="mesh",
+                compiler_options=options,
+            )
+        elif collective:
+            options = xla_matmul.COLLECTIVE_MATMUL["gpu"]
+            program = xla_matmul.xla_collective_matmul
+        return Step(
+            compile=lambda: program.lower(x, w, mesh).compile(),
+            mesh=mesh,
+            source="snippets.advanced.overlap.xla_matmul.sharded_matmul",
+            extra=lambda: {"options": dict(options)},
+            loops=True,
         )
 
     return build
@@ -417,6 +450,8 @@ MAY_NOT_FIT = frozenset(OOM_PREFIX + name for name in oom.STEPS)
 PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "gather matmul": _matmul(collective_matmul.gather_matmul, "gather_matmul"),
     "ring matmul": _matmul(collective_matmul.ring_matmul, "ring_matmul"),
+    "XLA matmul": _xla_matmul(collective=False),
+    "XLA collective matmul": _xla_matmul(collective=True),
     "ring attention": ring_attention,
     "Ulysses attention": ulysses_attention,
     "tensor-parallel block": _mlp_block(mlp.tp_block, "tp_block", P()),

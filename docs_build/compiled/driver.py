@@ -50,9 +50,11 @@ def results_path(family: str) -> Path:
     return RESULTS / f"{family}.json"
 
 
-def schedule(text: str, records: list[dict]) -> list[list]:
-    """The entry computation in the order the program runs it, from its first collective
-    to its last: each collective (`all-reduce-start`, `-done`, or a sync one) as [opcode,
+def schedule(
+    text: str, records: list[dict], computation: str | None = None
+) -> list[list]:
+    """The entry computation (or `computation`) in the order the program runs it, from
+    its first collective to its last: each collective (`all-reduce-start`, `-done`, or a sync one) as [opcode,
     name, result shapes], and each run of matmuls between them as ["matmul", count, None].
     What sits between a start and its done runs while the data travels (the
     latency-hiding scheduler put it there).
@@ -66,7 +68,7 @@ def schedule(text: str, records: list[dict]) -> list[list]:
     first or last fusion or into a reduce-scatter is not counted as compute between."""
     module = hlo.parse(text)
     shapes = {r["name"]: r["shapes"] for r in records}
-    entry = list(module.computations[module.entry].instructions.values())
+    entry = list(module.computations[computation or module.entry].instructions.values())
     chains = _fusion_chains(module, entry, set(shapes))
     rows: list[list] = []
     for inst in entry:
@@ -93,6 +95,29 @@ def schedule(text: str, records: list[dict]) -> list[list]:
     while rows and rows[-1][0] == "matmul":
         rows.pop()
     return rows
+
+
+def loop_schedules(text: str, records: list[dict]) -> list[dict]:
+    """Each `while` of the entry computation whose body holds a collective, in program
+    order: its name, its trip count (None if the text does not say) and its body's
+    `schedule`. XLA's own collective matmul (windowed einsum) puts its collectives and
+    matmuls in such a loop, where the entry's schedule does not see them."""
+    module = hlo.parse(text)
+    loops = []
+    for inst in module.computations[module.entry].instructions.values():
+        if inst.opcode != "while":
+            continue
+        body = inst.called("body")[0]
+        rows = schedule(text, records, body)
+        if rows:
+            loops.append(
+                {
+                    "while": inst.name,
+                    "trip_count": hlo.trip_count(module, inst),
+                    "schedule": rows,
+                }
+            )
+    return loops
 
 
 @dataclass
@@ -189,6 +214,9 @@ def describe(
     records = [c.as_record() for c in program.collectives]
     tg.networks(target, records, [c.groups for c in program.collectives], step.mesh)
     extra = {"extra": step.extra()} if step.extra is not None else {}
+    # Only for a program that asks: every other record keeps the fields it had.
+    if step.loops:
+        extra["loops"] = loop_schedules(text, records)
     return {
         "target": target,
         "strategy": strategy,
@@ -232,6 +260,7 @@ INPUTS = (
     "docs_build/compiled/advanced.py",
     # ... and the advanced pages' code it compiles (a test holds this list to it)
     "snippets/advanced/manual_control/collective_matmul.py",
+    "snippets/advanced/overlap/xla_matmul.py",
     "snippets/advanced/sequence_parallel/ring.py",
     "snippets/advanced/sequence_parallel/attention.py",
     "snippets/advanced/sequence_parallel/mlp.py",

@@ -260,6 +260,15 @@ def tpu_ring_matmul(topology: str = "v5e:2x4") -> str:
     return mapped.lower(*args).compile().as_text()
 
 
+def tpu_xla_collective_matmul(topology: str = "v5e:2x4") -> str:
+    """The overlap page's `sharded_matmul` with libtpu's collective matmul asked for, as
+    the results compile it: permutes both ways round the ring, in a loop."""
+    from docs_build.compiled import advanced
+
+    program = advanced.PROGRAMS["XLA collective matmul"]
+    return program(tpu_devices(topology)).compile().as_text()
+
+
 FIXTURE_PROGRAMS = {
     "cpu_shard_map.hlo": (cpu_shard_map, None),
     "cpu_loops.hlo": (cpu_loops, None),
@@ -272,6 +281,7 @@ FIXTURE_PROGRAMS = {
     "tpu_v5e_2x4_fsdp_step.hlo": (tpu_fsdp_step, None),
     "tpu_2_slices_v5e_2x4_dp_step.hlo": (tpu_multislice_step, None),
     "tpu_v5e_2x4_ring_matmul.hlo": (tpu_ring_matmul, None),
+    "tpu_v5e_2x4_xla_collective_matmul.hlo": (tpu_xla_collective_matmul, None),
 }
 
 

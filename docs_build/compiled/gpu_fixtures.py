@@ -45,6 +45,16 @@ def step_text(strategy: str) -> str:
     return steps.STRATEGIES[strategy](h100_devices()).compile().as_text()
 
 
+def xla_collective_matmul_text() -> str:
+    """The overlap page's `sharded_matmul` with XLA's collective matmul asked for, as the
+    results compile it (docs_build.compiled.advanced)."""
+    from docs_build.compiled import advanced
+
+    return (
+        advanced.PROGRAMS["XLA collective matmul"](h100_devices()).compile().as_text()
+    )
+
+
 def shard_map_text() -> str:
     """Every kind of collective on a (2, 4) mesh, and a psum in a scan of 3."""
     import jax
@@ -92,6 +102,11 @@ FIXTURES = {
         "shard_map on a (2, 4) mesh: ppermute, all_to_all, psum_scatter, psum, "
         "all_gather, and a psum in a scan of 3.",
         shard_map_text,
+    ),
+    "gpu_h100x8_xla_collective_matmul.hlo": (
+        "The overlap page's sharded_matmul (4096 x 4096 bf16, x's rows and w's columns "
+        "over 8) with xla_gpu_threshold_for_windowed_einsum_mib=0.",
+        xla_collective_matmul_text,
     ),
 }
 

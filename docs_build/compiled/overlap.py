@@ -1,7 +1,8 @@
 """The overlap page's evidence: compiled schedules drawn, and when a gather can hide.
 
 - `<!-- overlap-chart: TARGET / PROGRAM -->`: a program's collectives and matmuls in the order
-  its compiled program runs them (`schedule` in docs_build/compiled/results/), drawn as two
+  its compiled program runs them (`schedule` in docs_build/compiled/results/, or the body
+  of its one loop where only that holds collectives: `loops`, see `drawn`), drawn as two
   lanes: each collective as a bar from its start to its done (a synchronous one as one
   step), and each run of matmuls as a box. What lies under a bar runs while that collective
   is in flight. The x axis is program order, not time. A list below the drawing says the
@@ -104,10 +105,36 @@ def spans(schedule: list[list]) -> tuple[list[Span], list[tuple[int, int]]]:
     return sorted(out, key=lambda s: s.first), matmuls
 
 
+def drawn(p: dict) -> tuple[list[list], dict | None]:
+    """What a chart draws of a program: its entry computation's schedule, or, where the
+    program recorded a loop that holds collectives (XLA's own collective matmul puts its
+    permutes and matmuls in a `while`), that loop's body; the words below the chart list
+    what the entry runs outside it. The loop is returned too (None for the entry)."""
+    loops = p.get("loops", [])
+    if not loops:
+        return p["schedule"], None
+    if len(loops) > 1:
+        raise ValueError(
+            f"{p['target']} / {p['strategy']}: {len(loops)} loops hold collectives; "
+            "a chart draws one"
+        )
+    return loops[0]["schedule"], loops[0]
+
+
 def describe(target: str, name: str, data: dict | None = None) -> list[str]:
     """The drawing in words: one line per collective and per run of matmuls, in order."""
+    return _words(drawn(find(target, name, data))[0])
+
+
+def outside(target: str, name: str, data: dict | None = None) -> list[str]:
+    """What the entry computation runs beside a drawn loop, in words (empty if nothing)."""
     p = find(target, name, data)
-    collectives, matmuls = spans(p["schedule"])
+    _, loop = drawn(p)
+    return _words(p["schedule"]) if loop is not None and p["schedule"] else []
+
+
+def _words(schedule: list[list]) -> list[str]:
+    collectives, matmuls = spans(schedule)
     if not collectives:
         return ["No collective in the program's entry computation."]
     events = [(s.first, 0, s) for s in collectives] + [(c, 1, n) for c, n in matmuls]
@@ -131,8 +158,9 @@ def describe(target: str, name: str, data: dict | None = None) -> list[str]:
 
 def svg(target: str, name: str, data: dict | None = None) -> str:
     p = find(target, name, data)
-    collectives, matmuls = spans(p["schedule"])
-    columns = max(len(p["schedule"]), 1)
+    rows, _ = drawn(p)
+    collectives, matmuls = spans(rows)
+    columns = max(len(rows), 1)
     width = LEFT + columns * COLUMN + GAP
     height = 2 * LANE + 3 * GAP + FONT
     parts = [
@@ -181,12 +209,24 @@ def chart(target: str, name: str, data: dict | None = None) -> str:
         f"{i}. {html.escape(line)}"
         for i, line in enumerate(describe(target, name, data), 1)
     )
+    _, loop = drawn(find(target, name, data))
+    where = "the entry computation"
+    if loop is not None:
+        runs = loop["trip_count"]
+        times = {None: "an unknown number of times", 1: "once", 2: "twice"}.get(
+            runs, f"{runs} times"
+        )
+        where = f"the body of the loop XLA made (it runs {times} per call)"
     caption = (
-        f"{html.escape(name)}, compiled for {html.escape(target)}: the entry computation "
+        f"{html.escape(name)}, compiled for {html.escape(target)}: {where} "
         "from its first collective to its last, in program order (not time). A pale bar "
         "runs from an asynchronous collective's start to its done; a solid one is a "
         "synchronous collective; green boxes are runs of matmuls, with their count."
     )
+    besides = outside(target, name, data)
+    if besides:
+        listed = "\n".join(f"- {html.escape(line)}" for line in besides)
+        items += f"\n\nOutside the loop, the entry computation runs:\n\n{listed}"
     return (
         f'<figure class="overlap-chart" data-target="{html.escape(target)}" '
         f'data-program="{html.escape(name)}">\n{svg(target, name, data)}\n'

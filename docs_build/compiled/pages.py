@@ -484,9 +484,18 @@ def _kinds(p: dict) -> str:
             "async" if {c["form"] for c in mine} & {"async", "async-fusion"} else "sync"
         )
         dtypes = "/".join(sorted({c["dtype"] for c in mine}))
-        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
-        parts.append(f"{s['count']} {kind}{runs}, {dtypes}, {how}")
+        parts.append(f"{s['count']} {kind}{_runs(s)}, {dtypes}, {how}")
     return "; ".join(parts) or "none"
+
+
+def _runs(s: dict) -> str:
+    """How often a summary's collectives run, beside their count: times 2 when each runs
+    twice (a loop), ` (9 runs)` when they do not run equally often (some in a loop, some
+    outside it)."""
+    runs, count = s["runs"], s["count"]
+    if runs == count:
+        return ""
+    return f" \u00d7{runs // count}" if runs % count == 0 else f" ({runs} runs)"
 
 
 def _overlap(p: dict) -> str:
@@ -569,8 +578,7 @@ def _kinds_forms(p: dict) -> str:
             if f in forms
         )
         dtypes = "/".join(sorted({c["dtype"] for c in mine}))
-        runs = f" \u00d7{s['runs'] // s['count']}" if s["runs"] != s["count"] else ""
-        parts.append(f"{s['count']} {kind}{runs}, {dtypes}, {how}")
+        parts.append(f"{s['count']} {kind}{_runs(s)}, {dtypes}, {how}")
     return "; ".join(parts) or "none"
 
 

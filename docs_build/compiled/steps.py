@@ -50,6 +50,8 @@ class Step:
     # Figures the page sets beside the compiled program's (a formula's bytes, say),
     # computed when the program is described; stored in the record as "extra".
     extra: Callable[[], dict] | None = None
+    # Also record the schedule of each loop body that holds a collective ("loops").
+    loops: bool = False
 
 
 def abstract_training_state(mesh: Mesh, rules: dict[str, P], batch_spec: P):

@@ -251,19 +251,30 @@ def _cell_label(result: dict) -> str:
     return icon + ("warns, runs" if state == "warns" else "runs") + value
 
 
-def _fold(label: str, messages: list[tuple[str, str]], css: str = "") -> str:
+EXCLUDED = ' data-search-exclude="repeat"'  # Material's search skips the element
+
+
+def _fold(
+    label: str, messages: list[tuple[str, str]], css: str = "", seen: set | None = None
+) -> str:
     """A cell's label, opening onto its messages: a <details> fold, which a click, a tap or
-    Enter on the focused label opens (no hover needed)."""
+    Enter on the focused label opens (no hover needed). Messages already in `seen` (an
+    earlier cell of the row said the same) are left out of the search index, which then
+    holds each of a row's messages once, not once per release."""
     if not messages:
         return label
     body = "".join(
         f'<p><span class="vm-said">{html.escape(kind)}:</span> {html.escape(text)}</p>'
         for kind, text in messages
     )
+    again = seen is not None and body in seen
+    if seen is not None:
+        seen.add(body)
     return (
         f'<details class="{" ".join(filter(None, ["vm-fold", css]))}">'
         f"<summary>{label}</summary>"
-        f'<div class="vm-message">{body}</div></details>'
+        f'<div class="vm-message"{EXCLUDED if again else ""}>{body}</div>'
+        "</details>"
     )
 
 
@@ -280,18 +291,18 @@ def _messages(result: dict) -> list[tuple[str, str]]:
     return messages
 
 
-def matrix_cell(row: dict, probe_id: str) -> str:
+def matrix_cell(row: dict, probe_id: str, seen: set | None = None) -> str:
     """One <td> of the matrix: a column that did not run says why; one that did, what the
-    probe did there, with its messages in a fold."""
+    probe did there, with its messages in a fold (`seen`: the row's messages so far)."""
     if row["status"] != "probed":
         label = f'<span class="vm-icon" aria-hidden="true">{STATES["none"][0]}</span> {html.escape(row["status"])}'
         reason = row.get("reason", "")
-        return f'<td class="vm-none">{_fold(label, [("Why", reason)] if reason else [])}</td>'
+        fold = _fold(label, [("Why", reason)] if reason else [], seen=seen)
+        return f'<td class="vm-none">{fold}</td>'
     result = row["results"][probe_id]
     state = state_of(result)
-    return (
-        f'<td class="vm-{state}">{_fold(_cell_label(result), _messages(result))}</td>'
-    )
+    fold = _fold(_cell_label(result), _messages(result), seen=seen)
+    return f'<td class="vm-{state}">{fold}</td>'
 
 
 def columns() -> list[dict]:
@@ -314,7 +325,8 @@ def compatibility_table(group: str) -> str:
     for p in PROBES:
         if p.group != group:
             continue
-        cells = "".join(matrix_cell(r, p.id) for r in rows)
+        seen: set[str] = set()
+        cells = "".join(matrix_cell(r, p.id, seen) for r in rows)
         lines.append(f'<tr><th scope="row">{_inline(p.title)}</th>{cells}</tr>')
     lines += ["</tbody>", "</table>", "</div>"]
     # A raw HTML block: Markdown leaves it as it is (no blank line inside, none needed).
@@ -351,9 +363,13 @@ def pip_install() -> str:
 
 
 def pip_install_orbax() -> str:
-    """The checkpoints page's one extra package, at the version the site is built with."""
-    version = importlib.metadata.version("orbax-checkpoint")
-    return f'```{{.bash}}\npip install "orbax-checkpoint=={version}"\n```'
+    """The checkpoints page's extra packages, Orbax and Grain, at the versions the site is
+    built with."""
+    pins = " ".join(
+        f'"{name}=={importlib.metadata.version(name)}"'
+        for name in ("orbax-checkpoint", "grain")
+    )
+    return f"```{{.bash}}\npip install {pins}\n```"
 
 
 GENERATED = {

@@ -13,7 +13,7 @@ import pytest
 
 from docs_build.versions import pages
 
-from .test_compatibility import AXE_RUN
+from .test_compatibility import AXE_RUN, VIEWS
 from .test_site import contrast, scheme_of, visit
 
 PATH = "guides/migration/"
@@ -49,13 +49,6 @@ STATE_COLOURS = r"""(table) => Object.fromEntries(["runs", "warns", "raises"]
     const style = getComputedStyle(el);
     return [state, [style.color, style.backgroundColor]];
   }))"""
-
-VIEWS = [
-    pytest.param((1366, "light"), id="1366px-light"),
-    pytest.param((390, "dark"), id="390px-dark"),
-    pytest.param((1366, "dark"), id="1366px-dark", marks=pytest.mark.daily),
-    pytest.param((390, "light"), id="390px-light", marks=pytest.mark.daily),
-]
 
 
 @pytest.fixture(params=VIEWS)
@@ -148,22 +141,16 @@ def test_no_text_in_the_table_is_under_11_px(migration_page):
     assert [s for s in sizes if s[0] < 11] == []
 
 
-# axe over the table alone: at 390 px the page's wide code blocks scroll without taking the
-# keyboard's focus (axe's scrollable-region-focusable), on every page with such code, which
-# is not this table's business.
-AXE_TABLE = AXE_RUN.replace(
-    "axe.run(document,", "axe.run(document.querySelector(table),"
-)
-
-
-def test_axe_finds_nothing_in_the_table_with_the_folds_open(
+def test_axe_finds_nothing_on_the_page_with_the_folds_open(
     migration_page, axe_script: Path
 ):
+    """The whole page, on a touch screen too: its wide code blocks scroll and must take the
+    keyboard's focus there as well (a11y.js puts back the tabindex the theme removes where
+    nothing can hover)."""
     page, _ = migration_page
     page.locator(TABLE).evaluate(
-        "(t) => { t.id = 'migration-table';"
-        " t.querySelectorAll('details').forEach((d) => { d.open = true; }); }"
+        "(t) => t.querySelectorAll('details').forEach((d) => { d.open = true; })"
     )
+    page.wait_for_timeout(300)  # the opened folds' code may scroll: a11y.js names it
     page.add_script_tag(path=str(axe_script))
-    found = page.evaluate(f"(table) => ({AXE_TABLE})()", "#migration-table")
-    assert found == []
+    assert page.evaluate(f"({AXE_RUN})()") == []

@@ -56,7 +56,10 @@ MEASURE = r"""() => {
 
 @pytest.fixture(scope="module")
 def phone_context(browser):
-    context = browser.new_context(viewport=PHONE, color_scheme="light")
+    # a touch screen, as a phone is: the theme behaves differently where nothing can hover
+    context = browser.new_context(
+        viewport=PHONE, color_scheme="light", has_touch=True, is_mobile=True
+    )
     yield context
     context.close()
 

@@ -8,6 +8,7 @@ its ENTRY.
 """
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,52 @@ def test_a_matmul_fused_into_a_collective_is_not_compute_between(parameter):
     edited = text.replace(line, f"{line}\n{dot}")
     assert edited.count(" dot(") == 1
     assert driver.schedule(edited, records) == V5E_FSDP
+
+
+def test_xlas_collective_matmul_is_read_from_its_loop():
+    """The H100 program of the overlap page's XLA collective matmul keeps its collectives
+    in a while loop: the entry's schedule is empty, and `loop_schedules` gives the stored
+    record's loop (fixture: its --save-hlo text, trimmed)."""
+    text, records = read("gpu_h100x8_xla_collective_matmul.hlo")
+    stored = overlap.find("h100:1x8", "XLA collective matmul")
+    assert driver.schedule(text, records) == stored["schedule"] == []
+    assert driver.loop_schedules(text, records) == stored["loops"]
+    assert len(stored["loops"]) == 1 and stored["loops"][0]["schedule"]
+    # a program without a loop has none to record
+    plain, plain_records = read("gpu_h100x8_dp_step.hlo")
+    assert driver.loop_schedules(plain, plain_records) == []
+
+
+def test_libtpus_collective_matmul_passes_blocks_both_ways_in_a_loop():
+    """The v5e program of the same matmul with libtpu's option (fixture: its --save-hlo
+    text, trimmed), read by hand: one permute in the entry, then a loop whose body sends
+    a block each way (`collective-permute-start`, `-start.2`, reversed pairs), passes each
+    on once it arrives (`-start.1` takes `-done`, `-start.3` takes `-done.2`) and holds two
+    matmul fusions between those second starts and their dones. The reader gives the
+    stored record's schedules."""
+    text, records = read("tpu_v5e_2x4_xla_collective_matmul.hlo")
+    stored = overlap.find("v5e:2x4", "XLA collective matmul")
+    assert driver.schedule(text, records) == stored["schedule"]
+    assert driver.loop_schedules(text, records) == stored["loops"]
+    module = hlo.parse(text)
+    (loop,) = [
+        i
+        for i in module.computations[module.entry].instructions.values()
+        if i.opcode == "while"
+    ]
+    body = module.computations[loop.called("body")[0]].instructions
+    pairs = {
+        name: re.search(r"source_target_pairs=(\{[^ ]*\}\})", body[name].attributes)[1]
+        for name in ("collective-permute-start", "collective-permute-start.2")
+    }
+    forward, backward = pairs.values()
+    assert forward.startswith("{{0,1},{1,2}") and backward.startswith("{{1,0},{2,1}")
+    assert body["collective-permute-start.1"].operands == ["collective-permute-done"]
+    assert body["collective-permute-start.3"].operands == ["collective-permute-done.2"]
+    order = list(body)
+    between = order[
+        order.index("collective-permute-start.3") : order.index(
+            "collective-permute-done.1"
+        )
+    ]
+    assert sum(hlo._multiplies(module, body[n], set()) for n in between) == 2

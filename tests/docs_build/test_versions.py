@@ -311,12 +311,13 @@ def test_pinned_versions_are_filled_from_the_installed_packages():
     import importlib.metadata
     import tomllib
 
-    orbax = importlib.metadata.version("orbax-checkpoint")
-    assert f'"orbax-checkpoint=={orbax}"' in pages.fill(
-        "<!-- generated: pip-install-orbax -->", "p"
-    )
     examples = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
-    assert f"orbax-checkpoint=={orbax}" in examples["examples"]
+    for name in ("orbax-checkpoint", "grain"):
+        version = importlib.metadata.version(name)
+        assert f'"{name}=={version}"' in pages.fill(
+            "<!-- generated: pip-install-orbax -->", "p"
+        )
+        assert f"{name}=={version}" in examples["examples"]
 
 
 def test_a_page_that_needs_a_newer_release_is_told_so():
@@ -606,3 +607,20 @@ def test_an_unexpected_exception_in_a_probe_is_recorded_with_its_type():
         "exception": "KeyError",
         "message": "'not what anyone expected'",
     }
+
+
+@pytest.mark.parametrize("group", ["api", "old", "error"])
+def test_search_indexes_each_message_of_a_row_once(group):
+    """A message several releases print alike (most of them) is left out of the search
+    index after its first cell in the row; every distinct one stays in once."""
+    table = pages.compatibility_table(group)
+    repeated = 0
+    for row in re.findall(r"<tr><th scope=\"row\">.*?</tr>", table, re.S):
+        folds = re.findall(
+            r'<div class="vm-message"( data-search-exclude="repeat")?>(.*?)</div>', row
+        )
+        indexed = [body for excluded, body in folds if not excluded]
+        assert len(indexed) == len(set(indexed))
+        assert {body for _, body in folds} == set(indexed)
+        repeated += len(folds) - len(indexed)
+    assert repeated > 0

@@ -8,7 +8,7 @@ import pytest
 
 from docs_build import costmodel as cm
 from docs_build import steptime
-from docs_build.compiled import overlap
+from docs_build.compiled import overlap, pages
 from docs_build.compiled.results import results, wire_mib
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "advanced" / "overlap.md"
@@ -35,7 +35,8 @@ def test_each_drawing_is_its_schedule(target, name):
     in_flight does not read, is a record of that form), and every matmul run of the
     schedule is a box."""
     p = overlap.find(target.strip(), name.strip(), DATA)
-    spans, runs = overlap.spans(p["schedule"])
+    schedule, _ = overlap.drawn(p)
+    spans, runs = overlap.spans(schedule)
     paired = [s for s in spans if s.asynchronous]
     flights = {f["start"]: f["matmuls"] for f in p["in_flight"]}
     fused = {c["name"] for c in p["collectives"] if c["form"] == "async-fusion"}
@@ -52,7 +53,7 @@ def test_each_drawing_is_its_schedule(target, name):
     assert bars == [(s.kind, str(s.first), str(s.last), str(s.matmuls)) for s in spans]
     boxes = re.findall(r'class="matmul" data-column="(\d+)" data-count="(\d+)"', svg)
     assert boxes == [(str(c), str(n)) for c, n in runs]
-    rows = [r for r in p["schedule"] if r[0] == "matmul"]
+    rows = [r for r in schedule if r[0] == "matmul"]
     assert sum(int(n) for _, n in boxes) == sum(r[1] for r in rows)
     words = overlap.describe(target.strip(), name.strip(), DATA)
     assert len(words) == len(spans) + len(runs)
@@ -134,6 +135,158 @@ def test_what_the_prose_says_of_the_matmuls():
         ]
         # back to back first, products only inside the last few
         assert counts[:4] == [0, 0, 0, 0] and counts[-1] > 0
+
+
+def said(page: str = "") -> str:
+    return " ".join((page or PAGE.read_text()).split())
+
+
+def loop_spans(target: str) -> list:
+    """The spans of XLA's collective matmul as the page draws it: its one loop's body."""
+    schedule, loop = overlap.drawn(overlap.find(target, "XLA collective matmul", DATA))
+    assert loop is not None
+    return overlap.spans(schedule)
+
+
+def xla_matmul_claims(data: dict) -> None:
+    """What the page says of XLA's collective matmul, against `data`."""
+    find = lambda target, name: overlap.find(target, name, data)  # noqa: E731
+    # "Without the option every backend gathers x in one synchronous all-gather"
+    for target in ("cpu", "v5e:2x4", "v5p:2x2x2", "h100:1x8"):
+        plain = find(target, "XLA matmul")
+        assert [(c["kind"], c["form"]) for c in plain["collectives"]] == [
+            ("all-gather", "sync")
+        ], target
+        assert plain["extra"]["options"] == {}
+    # the CPU takes the GPU option and compiles the program it has without it
+    cpu, cpu_plain = find("cpu", "XLA collective matmul"), find("cpu", "XLA matmul")
+    assert cpu["extra"]["options"] == {"xla_gpu_threshold_for_windowed_einsum_mib": 0}
+    for field in ("collectives", "schedule", "in_flight", "memory", "loops"):
+        assert cpu[field] == cpu_plain[field], field
+    # H100: no all-gather left; one loop, run once, of eight permutes of a 512-row
+    # block and eight matmuls; the first permute synchronous, each of the other seven
+    # in flight over one matmul
+    h100 = find("h100:1x8", "XLA collective matmul")
+    assert h100["extra"]["options"] == cpu["extra"]["options"]
+    assert {c["kind"] for c in h100["collectives"]} == {"collective-permute"}
+    assert h100["schedule"] == []
+    (loop,) = h100["loops"]
+    assert loop["trip_count"] == 1
+    assert [c["shapes"] for c in h100["collectives"]] == [["bf16[512,4096]"]] * 8
+    schedule, _ = overlap.drawn(h100)
+    spans, runs = overlap.spans(schedule)
+    assert sum(n for _, n in runs) == 8
+    assert [(s.asynchronous, s.matmuls) for s in spans] == [(False, 0)] + [
+        (True, 1)
+    ] * 7
+    assert [f["matmuls"] for f in h100["in_flight"]] == [1] * 7
+    # "eight blocks of 4 MiB per device, where the gather sent seven eighths of 32 MiB"
+    assert wire_mib(h100) == 8 * 4
+    assert wire_mib(find("h100:1x8", "XLA matmul")) == 7 / 8 * 32
+    # libtpu, "the same on v5e and v5p": blocks both ways round the ring; one permute
+    # before a loop that runs twice; each trip a block each way, both passed on (the
+    # second pair), two matmuls while that second pair travels; nine permutes, 36 MiB,
+    # four of the nine with matmuls beside them
+    v5e, v5p = (find(t, "XLA collective matmul") for t in ("v5e:2x4", "v5p:2x2x2"))
+    for field in ("schedule", "in_flight", "loops", "summary", "extra"):
+        assert v5e[field] == v5p[field], field
+    assert v5e["extra"]["options"] == {
+        "xla_tpu_all_gather_collective_matmul_mode": "post_spmd"
+    }
+    assert {c["kind"] for c in v5e["collectives"]} == {"collective-permute"}
+    ways = {c["replica_groups"] for c in v5e["collectives"]}
+    assert len(ways) == 2
+    one, other = (set(re.findall(r"\{(\d+),(\d+)\}", w)) for w in ways)
+    assert other == {(b, a) for a, b in one}
+    entry = overlap.spans(v5e["schedule"])[0]
+    assert [(s.kind, s.matmuls) for s in entry] == [("collective-permute", 0)]
+    (loop,) = v5e["loops"]
+    assert loop["trip_count"] == 2
+    spans, runs = overlap.spans(loop["schedule"])
+    assert [(s.kind, s.asynchronous, s.matmuls) for s in spans] == [
+        ("collective-permute", True, 0),
+        ("collective-permute", True, 0),
+        ("collective-permute", True, 2),
+        ("collective-permute", True, 2),
+    ]
+    assert sum(n for _, n in runs) == 2
+    directions = {c["name"]: c["replica_groups"] for c in v5e["collectives"]}
+    assert {directions[s.name] for s in spans[:2]} == ways
+    assert {directions[s.name] for s in spans[2:]} == ways
+    assert v5e["summary"]["collective-permute"]["runs"] == 9
+    assert wire_mib(v5e) == 9 * 4
+    beside = {f["start"] for f in v5e["in_flight"] if f["matmuls"]}
+    assert sum(c["runs"] for c in v5e["collectives"] if c["name"] in beside) == 4
+
+
+def test_what_the_prose_says_of_xlas_collective_matmul():
+    xla_matmul_claims(DATA)
+    text = said()
+    assert "<!-- overlap-chart: h100:1x8 / XLA collective matmul -->" in text
+    assert "<!-- tpu-programs: XLA matmul | XLA collective matmul -->" in text
+    assert "the H100 program has no all-gather left" in text
+    assert "eight collective-permutes of a 512-row block of x and eight matmuls" in text
+    assert "each of the other seven travels while one matmul runs" in text
+    assert (
+        "eight blocks of 4 MiB per device, where the gather sent seven eighths" in text
+    )
+    for target in ("v5e:2x4", "v5p:2x2x2"):
+        assert f"<!-- overlap-chart: {target} / XLA collective matmul -->" in text
+    assert "libtpu's plan, the same on v5e and v5p, sends blocks both ways" in text
+    assert "One permute runs before a loop that runs twice" in text
+    assert "runs two matmuls while that second pair travels" in text
+    assert (
+        "nine permutes per call, 36 MiB per device; four of them, the second pair"
+        in text
+    )
+    # the table counts the v5e permutes as the program holds them, and how often they run
+    row = next(
+        line
+        for line in pages.programs_table("XLA collective matmul", DATA).splitlines()
+        if "| v5e:2x4 |" in line
+    )
+    assert "| 5 collective-permute (9 runs), bf16, async | 36.0 MiB |" in row
+    assert "XLA's compilers for the H100 and for v5e and v5p can write the ring" in text
+    assert "The rewrite is theirs, not the CPU's" in text
+    assert "shows no program of it" not in text
+
+
+def test_the_claims_fail_when_the_h100_program_flips():
+    """The check can fail: a record with its permutes waiting for nothing (as the
+    hand-written ring's H100 program does), its gather back, or (v5e) its blocks going
+    one way only breaks the sentences."""
+    import copy
+
+    for target, flip in [
+        ("h100:1x8", "in flight"),
+        ("h100:1x8", "gather"),
+        ("v5p:2x2x2", "in flight"),
+        ("v5e:2x4", "one way"),
+    ]:
+        data = copy.deepcopy(DATA)
+        p = overlap.find(target, "XLA collective matmul", data)
+        if flip == "in flight":
+            rows = p["loops"][0]["schedule"]
+            p["loops"][0]["schedule"] = [r for r in rows if r[0] != "matmul"]
+        elif flip == "gather":
+            p["collectives"][0]["kind"] = "all-gather"
+        else:
+            for c in p["collectives"]:
+                c["replica_groups"] = p["collectives"][0]["replica_groups"]
+        with pytest.raises(AssertionError):
+            xla_matmul_claims(data)
+
+
+def test_a_chart_draws_one_loop_and_says_how_often_it_runs():
+    import copy
+
+    data = copy.deepcopy(DATA)
+    p = overlap.find("h100:1x8", "XLA collective matmul", data)
+    caption = overlap.chart("h100:1x8", "XLA collective matmul", data)
+    assert "the body of the loop XLA made (it runs once per call)" in caption
+    p["loops"].append(p["loops"][0])
+    with pytest.raises(ValueError, match="2 loops hold collectives"):
+        overlap.drawn(p)
 
 
 def test_the_hide_table_is_the_formula_on_the_published_figures():
