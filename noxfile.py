@@ -385,13 +385,18 @@ def planner(session: nox.Session) -> None:
 
     Sizes x (data, fsdp, tensor) meshes x targets (CPU, TPU topologies and an H100 node,
     without a TPU or a GPU). Writes docs_build/planner_grid.json, which
-    tests/docs_build/test_planner.py holds the planner's formulas to: commit the result.
+    tests/docs_build/test_planner.py holds the planner's formulas to, and
+    docs_build/tpu_slices.json, the meshes jax.make_mesh builds on each published TPU
+    slice (tests/docs_build/test_tpu_slices.py): commit both.
     Its environment holds libtpu and the CUDA plugin together (the `compiled` group).
     """
     install(session, "compiled")
     # the CUDA plugin describes GPUs only when JAX is not asked to find one
     env = {**QUIET, "JAX_PLATFORMS": "cpu"}
     session.run("python", "-m", "docs_build.planner_grid", *session.posargs, env=env)
+    # and which meshes jax.make_mesh builds on each published TPU slice (seconds):
+    # docs_build/tpu_slices.json, which the planner's greyed rows are held to
+    session.run("python", "-m", "docs_build.tpu_slices", env=env)
 
 
 @nox.session(python=PYTHON)

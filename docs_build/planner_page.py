@@ -36,7 +36,7 @@ from functools import cache
 from docs_build import costmodel as cm
 from docs_build import planner as pl
 from docs_build import planner_grid as grid
-from docs_build import planner_program, steptime
+from docs_build import planner_program, steptime, tpu_slices
 from docs_build import transformer_cost as tc
 from docs_build.compiled import targets as tg
 
@@ -210,7 +210,12 @@ LABELS = {
     # the sequences per device above which a row is compute-bound: none (its network's
     # bytes grow with the batch as fast as its FLOPs), or below one (from one sequence)
     # the fold below a long table
-    "fold": "The other {rows} layouts ({greyed} of them cannot split this model)",
+    "fold": "The other {rows} layouts ({greyed} of them greyed, each saying why)",
+    # a greyed row: the model's needs, then the TPU slice's (tpu_slices.refusal); and the
+    # program a refused mesh does not get
+    "cannot split": "cannot split this model: ",
+    "refused": "not on this slice: ",
+    "no program": "no program: {why}",
     # beside the temporaries: what an offloading remat policy keeps in host memory
     "host": " (+ {host} in host memory)",
     "never": "never",
@@ -713,8 +718,12 @@ def answer(case: dict) -> dict:
             "rank": None,
         }
         why = pl.reasons(model, layout)
-        if why:
-            rows.append({**row, "valid": False, "reason": "; ".join(why)})
+        refused = mesh_refusal(case, layout)
+        if why or refused:
+            if not why:
+                next(table)  # priced by plan_table, greyed here
+            greyed = {**row, "valid": False, "reason": "; ".join(why)}
+            rows.append(greyed | ({"refused": refused} if refused else {}))
             continue
         r = next(table)
         assert r.layout == layout  # plan_table keeps the layouts that divide, in order
@@ -737,7 +746,27 @@ def answer(case: dict) -> dict:
     found = {"rows": ranked(rows)}
     if none := pl.no_layout(model, case["devices"]):
         found["none"] = none
+    if said := tpu_slices.note(case["chip"], case["devices"]):
+        found["slice"] = said
     return found
+
+
+def mesh_refusal(case: dict, layout: pl.Layout) -> str | None:
+    """Why `jax.make_mesh` refuses a row's mesh on the published TPU slice of the case's
+    chip and device count, with the meshes of its kind it builds there (tpu_slices); None
+    where it builds it, on a GPU or CPU, for a count with no published slice, and for a
+    pipeline (whose stages the planner prints no mesh for)."""
+    if layout.stages > 1:
+        return None
+    return tpu_slices.refusal(case["chip"], case["devices"], layout.mesh)
+
+
+def row_program(case: dict, row: dict) -> dict[str, str]:
+    """A row's program ({"text": ...}), or why it has none ({"why": ...}): never the
+    program of a mesh make_mesh refuses on the case's slice (the script does the same)."""
+    if row.get("refused"):
+        return {"why": LABELS["no program"].format(why=row["refused"])}
+    return planner_program.text_or_why(model_of(case), row_layout(row))
 
 
 def size_text(n: float) -> str:
@@ -875,15 +904,19 @@ COLUMNS = (
 )
 
 
+def greyed_text(r: dict) -> str:
+    """A greyed row's words: what the model needs, and what the slice's make_mesh does."""
+    said = [LABELS["cannot split"] + r["reason"]] if r["reason"] else []
+    if r.get("refused"):
+        said.append(LABELS["refused"] + r["refused"])
+    return "; ".join(said)
+
+
 def example_cells(r: dict, chip: str) -> list[str]:
     """A row of the examples' table: as the script's columns, in words."""
     where = [str(r["rank"] or ""), r["layout"], mesh_text(r["mesh"])]
     if not r["valid"]:
-        return [
-            *where,
-            *[""] * (len(COLUMNS) - 4),
-            f"cannot split this model: {r['reason']}",
-        ]
+        return [*where, *[""] * (len(COLUMNS) - 4), greyed_text(r)]
     cells = [*where, size_text(r["state"]), "yes" if r["fits"] else "no"]
     if "temporaries" in r:
         host = LABELS["host"].format(host=size_text(r["host"])) if r["host"] else ""
@@ -969,7 +1002,7 @@ def program_html(case: dict) -> str:
     import html
 
     row = program_row(case)
-    shown = planner_program.text_or_why(model_of(case), row_layout(row))
+    shown = row_program(case, row)
     body = shown.get("text", shown.get("why"))
     return (
         '<div id="planner-program" class="planner-program">\n'
@@ -1137,6 +1170,8 @@ def data_json() -> str:
         "custom": CUSTOM,
         "presets": presets(),
         "program": planner_program.data(),
+        # the TPU slices Google publishes and how jax.make_mesh places a mesh on them
+        "slices": tpu_slices.data(),
         # the remat field: its names and the Model.remat of each, and per policy what it
         # keeps of a layer (transformer_cost.policy_residuals' terms)
         "remat": {
@@ -1272,6 +1307,15 @@ GREYED = (
     {"d_model": 1020, "heads": 6, "kv_heads": 6},
     {"kv_heads": 1, "gated": True, "tied": True, "batch": 24},
     {"devices": 6},
+    # the meshes jax.make_mesh refuses on the 4 x 4 x 4 v5p slice (tpu_slices)
+    {"chip": "v5p", "devices": 64, "batch": 64},
+)
+# The TPU slices the browser tests and the script's tests try: the page's model with a
+# sequence per device on each v5p count of DEVICE_CHOICES (16 has no published slice) and
+# on the largest v5e slice.
+SLICE_CASES = (
+    *({"chip": "v5p", "devices": n, "batch": n} for n in (4, 8, 16, 32, 64, 128, 256)),
+    {"chip": "v5e", "devices": 256, "batch": 256},
 )
 
 
@@ -1356,6 +1400,7 @@ def cases() -> list[dict]:
         found.append({**DEFAULTS, **change})
     # each chip in turn (no draw: the other fields stay as drawn)
     found = [{**c, "chip": CHIPS[k % len(CHIPS)]} for k, c in enumerate(found)]
+    found += [{**DEFAULTS, **change} for change in SLICE_CASES]
     # each remat policy on every chip, at the page's size and the Llama-style one, with
     # FSDP and tensor rows among the 8 devices'
     for config in (PLAN_CONFIG, "gqa, gated, tied"):

@@ -676,6 +676,113 @@
     return best;
   }
 
+  // ------------------------------------------- the TPU slice's meshes (tpu_slices)
+
+  // tpu_slices.shape_of: the slice Google publishes for a chip's device count, or null.
+  function sliceShape(chip, devices) {
+    var table = DATA.slices.slices[chip];
+    if (!table || !Object.prototype.hasOwnProperty.call(table, String(devices))) return null;
+    return table[String(devices)];
+  }
+
+  // tpu_slices.meshes: every (data, fsdp, tensor) mesh of n devices, data then fsdp
+  // ascending.
+  function meshesOf(n) {
+    var found = [];
+    for (var a = 1; a <= n; a++) {
+      if (n % a) continue;
+      for (var f = 1; f <= n / a; f++) {
+        if ((n / a) % f === 0) found.push([a, f, n / (a * f)]);
+      }
+    }
+    return found;
+  }
+
+  // tpu_slices._whole_sides: the slice's sides dealt to the mesh's axes, each side to one.
+  function wholeSides(shape, mesh) {
+    var deals = Math.pow(mesh.length, shape.length);
+    for (var d = 0; d < deals; d++) {
+      var got = mesh.map(function () { return 1; }), rest = d;
+      for (var i = shape.length - 1; i >= 0; i--) { // the last side varies fastest
+        got[rest % mesh.length] *= shape[i];
+        rest = Math.floor(rest / mesh.length);
+      }
+      if (got.every(function (k, j) { return k === mesh[j]; })) return true;
+    }
+    return false;
+  }
+
+  // tpu_slices.accepts: whether jax.make_mesh builds the mesh on the published slice;
+  // null where none is published.
+  function accepts(chip, devices, mesh) {
+    var shape = sliceShape(chip, devices);
+    if (shape === null) return null;
+    if (DATA.slices.rules[chip] === "split") return true;
+    return wholeSides(shape, mesh);
+  }
+
+  // tpu_slices.axis_sizes: the products of the sets of the slice's sides, 1 aside.
+  function axisSizes(shape) {
+    var found = {};
+    for (var set = 1; set < (1 << shape.length); set++) {
+      var n = 1;
+      shape.forEach(function (side, i) { if (set & (1 << i)) n *= side; });
+      if (n > 1) found[n] = true;
+    }
+    return Object.keys(found).map(Number).sort(function (a, b) { return a - b; });
+  }
+
+  // tpu_slices.either: a, a or b, a, b or c
+  function either(items) {
+    if (items.length === 1) return items[0];
+    return items.slice(0, -1).join(", ") + " or " + items[items.length - 1];
+  }
+
+  function shapeWords(shape) { return shape.join(" x "); }
+
+  // tpu_slices.refusal: why make_mesh refuses the mesh on the published slice, and the
+  // meshes with the same axes split that it builds there; null where it builds it.
+  function refusal(chip, devices, mesh) {
+    if (accepts(chip, devices, mesh) !== false) return null;
+    var shape = sliceShape(chip, devices);
+    var split = mesh.map(function (k) { return k > 1; });
+    var kind = DATA.slices.axes.filter(function (_, i) { return split[i]; }).join(" x ");
+    var same = meshesOf(devices).filter(function (m) {
+      return m.every(function (k, i) { return (k > 1) === split[i]; }) &&
+        accepts(chip, devices, m);
+    });
+    var values = {
+      shape: shapeWords(shape), chip: chip, kind: kind, devices: devices,
+      sizes: either(axisSizes(shape).map(String)),
+      meshes: same.length ? either(same.map(function (m) {
+        return shapeWords(m.filter(function (k) { return k > 1; }));
+      })) : ""
+    };
+    return fill(DATA.slices.words[same.length ? "refused" : "no kind"], values);
+  }
+
+  // tpu_slices.note: what the page says above the table about a TPU chip's slice.
+  function sliceNote(chip, devices) {
+    if (!Object.prototype.hasOwnProperty.call(DATA.slices.slices, chip)) return null;
+    var shape = sliceShape(chip, devices), words = DATA.slices.words;
+    var values = { label: DATA.slices.labels[chip], devices: devices };
+    if (shape === null) return fill(words.unpublished, values);
+    var every = meshesOf(devices);
+    var refused = every.filter(function (m) { return !accepts(chip, devices, m); }).length;
+    values.shape = shapeWords(shape);
+    values.refused = refused;
+    values.meshes = every.length;
+    if (refused) return fill(words.sides, values);
+    return fill(words[DATA.slices.rules[chip] === "split" ? "split" : "every"], values);
+  }
+
+  // planner_page.row_program: a row's program, or why it has none: never the program of a
+  // mesh make_mesh refuses on the slice.
+  function rowProgram(model, r) {
+    if (r.refused) return { why: fill(DATA.coverage.labels["no program"], { why: r.refused }) };
+    return program(model, r.layout);
+  }
+
   // planner_page.basis: whether a compiled program of the grid checks the row, and the
   // words the page shows: what checked it, or what it is extrapolated from and to (the
   // compiled point nearest the row: its target's programs at the nearest device count).
@@ -737,7 +844,13 @@
     var model = c.model, memory = c.memory, plan = c.plan, backend = c.backend;
     return ranked(layouts(c.devices).map(function (l) {
       var why = reasons(model, l);
-      if (why.length) return { layout: l, valid: false, reason: why.join("; "), rank: null };
+      // planner_page.mesh_refusal: a pipeline prints no mesh, so it is not checked
+      var refused = l.stages > 1 ? null : refusal(c.chip, c.devices, [l.data, l.fsdp, l.tensor]);
+      if (why.length || refused) {
+        var greyed = { layout: l, valid: false, reason: why.join("; "), rank: null };
+        if (refused) greyed.refused = refused;
+        return greyed;
+      }
       var state = stateBytes(model, l, backend);
       var terms = wireTerms(model, l, plan);
       var found = basis(c, l);
@@ -1181,16 +1294,23 @@
       return;
     }
     var valid = rows.filter(function (r) { return r.valid; });
+    // the rows whose layout splits the model, priced or refused by the slice's make_mesh
+    var splits = rows.filter(function (r) { return r.valid || !r.reason; }).length;
     var fitting = valid.filter(function (r) { return r.fits; }).length;
     var whole = valid.filter(function (r) { return r.total_fits; }).length;
-    this.summary.textContent = valid.length ?
-      valid.length + " of " + rows.length + " layouts can split this model; the state of " +
+    this.summary.textContent = splits ?
+      splits + " of " + rows.length + " layouts can split this model; the state of " +
       fitting + " fits in " + c.gib + " GiB per device, state and temporaries of " +
       whole + "." : noLayout(c.model, c.devices) + ".";
     this.out.appendChild(this.legend(c));
     var chip = DATA.chips[c.chip];
     this.out.appendChild(element("p", { class: "planner-legend", "data-planner": "chip" },
       chip.label + ": " + chip.note));
+    var slice = sliceNote(c.chip, c.devices);
+    if (slice !== null) {
+      this.out.appendChild(element("p", { class: "planner-legend", "data-planner": "slice" },
+        slice));
+    }
     this.out.appendChild(this.table(c, rows));
   };
 
@@ -1224,7 +1344,7 @@
     var r = shown.rows[chosen];
     note.textContent = r.layout.name + ", " + meshText(r.layout) + " (" +
       (r.rank ? "ranked " + r.rank : "not ranked") + ") for the form's input:";
-    var found = program(shown.c.model, r.layout);
+    var found = rowProgram(shown.c.model, r);
     code.textContent = found.text !== undefined ? found.text : found.why;
   };
 
@@ -1307,11 +1427,19 @@
       row.appendChild(element("th", { scope: "row" }, l.name));
       row.appendChild(element("td", { class: "planner-figure" }, meshText(l)));
       if (!r.valid) {
-        // greyed: the layout cannot split this model; the row says what to change
+        // greyed: the layout cannot split this model, or the slice's make_mesh refuses
+        // its mesh (planner_page.greyed_text); the row says what to change
         row.setAttribute("class", "planner-invalid");
+        var labels = DATA.coverage.labels;
+        var upper = function (text) { return text.charAt(0).toUpperCase() + text.slice(1); };
         var cell = element("td", { colspan: String(columns.length - 3) },
-          "Cannot split this model: ");
+          r.reason ? upper(labels["cannot split"]) : "");
         cell.appendChild(element("span", { "data-planner": "reason" }, r.reason));
+        if (r.refused) {
+          cell.appendChild(document.createTextNode(
+            r.reason ? "; " + labels.refused : upper(labels.refused)));
+          cell.appendChild(element("span", { "data-planner": "refused" }, r.refused));
+        }
         row.appendChild(cell);
         body.appendChild(row);
         return;
@@ -1409,6 +1537,7 @@
   window.StrategyPlanner = {
     planTable: planTable, makeModel: makeModel, reasons: reasons, sizeText: sizeText,
     program: program, layouts: layouts, noLayout: noLayout,
+    rowProgram: rowProgram, sliceNote: sliceNote, accepts: accepts,
     pysum: pysum, divide: divide,
     // the page's constants, for running the arithmetic without the page (the tests, in Node)
     load: function (json) { DATA = JSON.parse(json); },

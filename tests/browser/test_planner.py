@@ -43,14 +43,18 @@ DRIVE = """(cases) => {
         (e) => [e.dataset.errorFor, e.textContent])), rows: rows.length};
     }
     const chip = answer.querySelector('[data-planner=chip]');
+    const slice = answer.querySelector('[data-planner=slice]');
     return {
       chip: chip && chip.textContent,
+      slice: slice && slice.textContent,
       rows: rows.map((tr) => {
         const where = {layout: tr.dataset.layout, rank: tr.dataset.rank,
                        mesh: tr.dataset.mesh.split(',').map(Number)};
         if (tr.dataset.valid === 'false') {
+          const refused = tr.querySelector('[data-planner=refused]');
           return {...where, valid: false, greyed: tr.classList.contains('planner-invalid'),
-                  reason: tr.querySelector('[data-planner=reason]').textContent};
+                  reason: tr.querySelector('[data-planner=reason]').textContent,
+                  ...(refused ? {refused: refused.textContent} : {})};
         }
         const d = tr.dataset;
         const time = d.why !== undefined ? {why: d.why} : {
@@ -100,7 +104,8 @@ def read_back(result: dict) -> dict:
         }
         if not r["valid"]:
             assert r["greyed"]
-            rows.append({**where, "reason": r["reason"]})
+            refused = {"refused": r["refused"]} if "refused" in r else {}
+            rows.append({**where, "reason": r["reason"], **refused})
             continue
         row = {
             **where,
@@ -122,7 +127,8 @@ def read_back(result: dict) -> dict:
                 "host": int(r["host"]),
             }
         rows.append(row)
-    return {"rows": rows}
+    # what the page says of a TPU chip's slice (tpu_slices.note)
+    return {"rows": rows, **({"slice": result["slice"]} if result["slice"] else {})}
 
 
 def typed(grid: list[dict]) -> list[dict]:
@@ -136,7 +142,8 @@ def wanted(case: dict) -> dict:
     them (planner_page.ordered)."""
     found = planner_page.answer(case)
     if "rows" in found:
-        found = {"rows": planner_page.ordered(found["rows"])}
+        kept = {k: found[k] for k in ("slice",) if k in found}
+        found = {"rows": planner_page.ordered(found["rows"]), **kept}
     return found
 
 
@@ -510,5 +517,34 @@ def test_a_long_table_folds_past_its_first_rows(context, base_url):
     summary = page.locator("[data-planner=summary]").text_content()
     model = planner_page.model_of(case)
     assert summary == pl.no_layout(model, 7) + "."
+    page.close()
+    assert seen.console_errors == []
+
+
+def test_a_mesh_the_tpu_slice_refuses_is_greyed_and_gets_no_program(context, base_url):
+    """On 64 v5p chips (a 4 x 4 x 4 slice) jax.make_mesh refuses (8, 8, 1): the row is
+    greyed with the meshes to use instead, its program is not offered, and on an H100
+    node the same mesh is priced again (docs_build/tpu_slices.py)."""
+    case = {**planner_page.DEFAULTS, "chip": "v5p", "devices": 64, "batch": 64}
+    want = planner_page.answer(case)
+    refused = next(r for r in want["rows"] if r["mesh"] == [8, 8, 1, 1])
+    page, seen = visit(context, base_url + PAGE, wait="load")
+    page.select_option("select[name=chip]", "v5p")
+    page.fill("input[name=batch]", "64")
+    page.fill("input[name=devices]", "64")
+    assert page.locator("[data-planner=slice]").text_content() == want["slice"]
+    row = page.locator("tr[data-planner=row][data-mesh='8,8,1,1']")
+    assert row.get_attribute("data-valid") == "false"
+    assert row.locator("[data-planner=refused]").text_content() == refused["refused"]
+    assert page.locator("tr.planner-invalid [data-planner=refused]").count() == 18
+    pick = page.locator("[data-planner=program-layout]")
+    code = page.locator("[data-planner=program]")
+    pick.select_option("8,8,1,1")
+    assert code.text_content() == "no program: " + refused["refused"]
+    pick.select_option("4,16,1,1")  # a data x fsdp mesh the slice builds
+    assert "jax.make_mesh(\n    (4, 16, 1)," in code.text_content()
+    page.select_option("select[name=chip]", "h100")
+    assert page.locator("[data-planner=slice]").count() == 0
+    assert row.get_attribute("data-valid") == "true"
     page.close()
     assert seen.console_errors == []

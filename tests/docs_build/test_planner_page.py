@@ -227,7 +227,7 @@ def test_the_static_examples_are_what_the_planner_gives():
     examples = planner_page.fill(PAGE.read_text()).split("## How the figures")[0]
     tables = [t for t in examples.split("**")[1:] if "|---" in t]
     assert len(tables) == len(planner_page.examples()) == 3
-    folds = 0
+    folds = refused = 0
     for table, case in zip(tables, planner_page.examples(), strict=True):
         model = planner_page.model_of(case)
         figures = {
@@ -253,8 +253,8 @@ def test_the_static_examples_are_what_the_planner_gives():
             hidden = rows[planner_page.FOLD :]
             assert title == (
                 f'"The other {len(hidden)} layouts '
-                f"({sum(not r['valid'] for r in hidden)} of them cannot split this "
-                'model)"'
+                f"({sum(not r['valid'] for r in hidden)} of them greyed, each saying "
+                'why)"'
             )
             more = [line.strip() for line in more if line.strip().startswith("|")]
             assert more[:2] == lines[:2]
@@ -264,7 +264,12 @@ def test_the_static_examples_are_what_the_planner_gives():
             cells = [c.strip() for c in line.strip("|").split("|")]
             assert cells == planner_page.example_cells(r, case["chip"])
             if not r["valid"]:
-                assert cells[-1].startswith("cannot split this model: ")
+                # what the model needs, then what the TPU slice's make_mesh does
+                said = [f"cannot split this model: {r['reason']}"] * bool(r["reason"])
+                if "refused" in r:
+                    said.append(f"not on this slice: {r['refused']}")
+                    refused += 1
+                assert cells[-1] == "; ".join(said)
                 continue
             layout = next(
                 lay
@@ -294,17 +299,16 @@ def test_the_static_examples_are_what_the_planner_gives():
     # the first example is the form's starting point; each shows a row that does not fit
     # and ranked rows; Llama-3-8B's rows cannot split 8 key/value heads over 16 or more
     assert folds == 2  # 64 devices: 49 layouts
+    # the v5p example greys the 18 meshes make_mesh refuses on the 4 x 4 x 4 slice
+    assert refused == 18
     assert planner_page.examples()[0] is planner_page.DEFAULTS
     for case in planner_page.examples():
         rows = planner_page.answer(case)["rows"]
         assert any(r["valid"] and not r.get("total_fits", True) for r in rows)
         assert any(r["rank"] for r in rows)
     second = planner_page.answer(planner_page.examples()[1])["rows"]
-    assert {r["mesh"][2] for r in second if not r["valid"] and r["mesh"][3] == 1} == {
-        16,
-        32,
-        64,
-    }
+    unsplit = [r for r in second if r.get("reason") and r["mesh"][3] == 1]
+    assert {r["mesh"][2] for r in unsplit} == {16, 32, 64}
 
 
 def test_rows_that_fit_are_ranked_by_the_overlapped_bound():
@@ -628,7 +632,12 @@ def test_a_layout_that_cannot_split_the_model_is_greyed_and_the_rest_stand():
         ]
         greyed = [r for r in rows if not r["valid"]]
         assert greyed, change
-        assert all(": use a" in r["reason"] or ": make" in r["reason"] for r in greyed)
+        for r in greyed:
+            if r["reason"]:
+                assert ": use a" in r["reason"] or ": make" in r["reason"], r
+            if "refused" in r:  # a mesh the TPU slice's make_mesh refuses
+                assert ": use data" in r["refused"] or ": use fsdp" in r["refused"], r
+            assert r["reason"] or r["refused"], r
     # no layout of 6 devices splits the page's model: every row greyed, and the page
     # names the nearest device counts that some layout can use
     none = planner_page.answer({**planner_page.DEFAULTS, "devices": 6})
@@ -1025,8 +1034,8 @@ const out = cases.map((c) => {
     const l = r.layout;
     // every row's program, or why it has none (planner_program.text_or_why)
     const o = {layout: l.name, mesh: [l.data, l.fsdp, l.tensor, l.stages], rank: r.rank,
-               valid: r.valid, program: P.program(made.model, l)};
-    if (!r.valid) return {...o, reason: r.reason};
+               valid: r.valid, program: P.rowProgram(made.model, r)};
+    if (!r.valid) return {...o, reason: r.reason, ...(r.refused ? {refused: r.refused} : {})};
     Object.assign(o, {state: r.state, wire: r.wire, terms: Object.fromEntries(r.terms),
                       fits: r.fits, checked: r.checked, basis: r.basis});
     if (r.temporaries !== undefined) {
@@ -1038,7 +1047,8 @@ const out = cases.map((c) => {
     if (o.time.compute_bound === Infinity) o.time.compute_bound = "Infinity";
     return o;
   });
-  return {rows: shown, none: P.noLayout(made.model, c.devices)};
+  return {rows: shown, none: P.noLayout(made.model, c.devices),
+          slice: P.sliceNote(c.chip, c.devices)};
 });
 process.stdout.write(JSON.stringify(out));
 """
@@ -1082,19 +1092,24 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     got = json.loads(done.stdout)
     wrong, timed = [], 0
     programs = 0
-    kinds, nones = set(), 0
+    kinds, nones, refused = set(), 0, 0
     for case, shown in zip(cases, got, strict=True):
         answer = planner_page.answer(case)
         want = answer["rows"]
         if shown["none"] != answer.get("none"):
             wrong.append((case, answer.get("none"), shown["none"]))
+        if shown["slice"] != answer.get("slice"):
+            wrong.append((case, answer.get("slice"), shown["slice"]))
+        refused += sum("refused" in r for r in want)
         nones += "none" in answer
         model = planner_page.model_of(case)
         for w, g in zip(want, shown["rows"], strict=True):
             expect = dict(w)
             kinds.add((w["layout"], w["valid"], "mfu" in w.get("time", {})))
             layout = planner_page.row_layout(w)
-            expect["program"] = planner_program.text_or_why(model, layout)
+            expect["program"] = planner_page.row_program(case, w)
+            if "refused" not in w:  # the planner's program, where the slice builds it
+                assert expect["program"] == planner_program.text_or_why(model, layout)
             programs += "text" in expect["program"]
             for k in ("temporaries", "total", "host"):
                 if k in expect:
@@ -1107,6 +1122,8 @@ def test_the_script_gives_pythons_temporaries_time_and_rank(tmp_path):
     assert timed >= 300
     assert programs >= 300
     assert nones >= 10
+    # meshes the v5p slices' make_mesh refuses, greyed alike in both languages
+    assert refused >= 50
     # every kind of layout, priced with a time and greyed: the 3-D meshes and the
     # pipelines split over fsdp and tensor among them
     names = {name for name, _, _ in kinds}
