@@ -188,18 +188,17 @@ def on_page_markdown(markdown, page, config, files):
         graders.GraderError,
     ) as err:
         raise PluginError(str(err)) from None
+    if note:
+        # the same few words on every page whose code needs a newer release, as the links
+        # below on every page with code: search would list every page for them (together,
+        # about 19 KB of the index's 1.1 MB of raw text before they left it)
+        note = f"<div {BOILERPLATE} markdown>\n\n{note}\n</div>\n"
     if blocks and not notebooks.needs_the_repository(blocks):
         # Every page with code is also a notebook: say where, under the title.
         links = notebooks.links_markdown(
             page.file.src_uri, config.repo_url or "", from_notebook=False
         )
         note = f'<p class="notebook-links" {BOILERPLATE} markdown>{links}</p>\n\n{note}'
-    if '??? info "Needs' in note:
-        # the same few words on every page with code, as the links above: search would
-        # list every page for them (with the links, about 19 KB of the index's 1.1 MB of
-        # raw text before they left it)
-        head, _, needs = note.partition('??? info "Needs')
-        note = f'{head}<div {BOILERPLATE} markdown>\n\n??? info "Needs{needs}\n</div>\n'
     if note and NOTES in markdown:
         markdown = markdown.replace(NOTES, note)
     elif note:
