@@ -47,11 +47,12 @@ STICKY = r"""(scroller) => {
   return {scrolls, scrolled, cue, rows};
 }"""
 
-# The size of every piece of text a reader can see in the matrix and its key, every fold open.
-TEXT_SIZES = r"""() => {
-  for (const fold of document.querySelectorAll(".version-matrix details")) fold.open = true;
+# The size of every piece of text a reader can see in the elements given (a locator's, by
+# evaluate_all), every fold in them open: here the matrix and its key.
+TEXT_SIZES = r"""(roots) => {
+  for (const root of roots) for (const fold of root.querySelectorAll("details")) fold.open = true;
   const sizes = [];
-  for (const root of document.querySelectorAll(".version-matrix, .vm-chip")) {
+  for (const root of roots) {
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let node; (node = walker.nextNode()); ) {
       const el = node.parentElement;
@@ -164,7 +165,7 @@ def test_states_read_in_colour_icon_and_word_at_enough_contrast(matrix_page):
 
 
 def test_no_text_in_the_matrix_is_under_11_px(matrix_page):
-    sizes = matrix_page.evaluate(TEXT_SIZES)
+    sizes = matrix_page.locator(".version-matrix, .vm-chip").evaluate_all(TEXT_SIZES)
     assert len(sizes) > 1000
     small = [s for s in sizes if s[0] < 11]
     assert small == []

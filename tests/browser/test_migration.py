@@ -13,7 +13,7 @@ import pytest
 
 from docs_build.versions import pages
 
-from .test_compatibility import AXE_RUN, VIEWS
+from .test_compatibility import AXE_RUN, TEXT_SIZES, VIEWS
 from .test_site import contrast, scheme_of, visit
 
 PATH = "guides/migration/"
@@ -27,21 +27,7 @@ def probes_in_the_table() -> list[str]:
     return re.findall(r"<!-- probe: ([\w-]+) -->", table)
 
 
-# The size of every piece of text a reader can see in the table's third column, every fold
-# open; and the colours of each state's label against its ground.
-TEXT_SIZES = r"""(table) => {
-  for (const fold of table.querySelectorAll("details")) fold.open = true;
-  const sizes = [];
-  for (const cell of table.querySelectorAll("tbody td:nth-child(3)")) {
-    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let node; (node = walker.nextNode()); ) {
-      const el = node.parentElement;
-      if (!node.data.trim() || el.closest(".a11y-hidden") || !el.getClientRects().length) continue;
-      sizes.push([parseFloat(getComputedStyle(el).fontSize), node.data.trim().slice(0, 30)]);
-    }
-  }
-  return sizes;
-}"""
+# The colours of each state's label against its ground.
 STATE_COLOURS = r"""(table) => Object.fromEntries(["runs", "warns", "raises"]
   .map((state) => [state, table.querySelector(`td .vm-${state}`)])
   .filter(([, el]) => el)
@@ -136,7 +122,10 @@ def test_states_read_in_colour_icon_and_word_at_enough_contrast(migration_page):
 
 def test_no_text_in_the_table_is_under_11_px(migration_page):
     page, _ = migration_page
-    sizes = page.locator(TABLE).evaluate(TEXT_SIZES)
+    # every piece of text a reader can see in the third column, every fold open
+    sizes = (
+        page.locator(TABLE).locator("tbody td:nth-child(3)").evaluate_all(TEXT_SIZES)
+    )
     assert len(sizes) > 30
     assert [s for s in sizes if s[0] < 11] == []
 
