@@ -39,8 +39,14 @@ KINDS = (
     "reduce-scatter",
     "all-to-all",
     "collective-permute",
+    "ragged-all-to-all",
 )
 _KIND_OF = {k: k for k in KINDS} | {f"{k}-start": k for k in KINDS}
+# Any opcode that moves data between devices, known to this reader or not: one the reader
+# does not know is reported by `Program.unaccounted`, never silently left out of a record.
+_COLLECTIVE_OPCODE = re.compile(
+    r"^(all-\w[\w-]*|reduce-scatter|collective-\w[\w-]*|ragged-\w[\w-]*)$"
+)
 
 # Bits per element; a type not listed here raises rather than being counted as zero.
 _BITS = {
@@ -437,13 +443,22 @@ class Program:
     folded: dict[str, str]
 
     def unaccounted(self) -> list[str]:
-        """Collective instructions in the text that no record stands for (a reader bug)."""
+        """Collective instructions in the text that no record stands for (a reader bug):
+        one of a kind the reader counts but missed, or of a kind it does not know (a
+        `-done`, `-update` is the end of one whose start is counted)."""
         counted = {c.name for c in self.collectives} | set(self.folded)
         return [
             inst.name
             for comp in self.module.computations.values()
             for inst in comp.instructions.values()
-            if inst.opcode in _KIND_OF and inst.name not in counted
+            if inst.name not in counted
+            and (
+                inst.opcode in _KIND_OF
+                or (
+                    _COLLECTIVE_OPCODE.match(inst.opcode)
+                    and not inst.opcode.endswith(("-done", "-update"))
+                )
+            )
         ]
 
 
@@ -592,6 +607,14 @@ def _inner_all_reduce(module: Module, fusion: Instruction) -> Instruction:
     return found[0]
 
 
+def _operand_shape(module: Module, inst: Instruction, index: int) -> str:
+    comp = module.computations[inst.computation]
+    name = inst.operands[index] if index < len(inst.operands) else None
+    if name not in comp.instructions:
+        raise HloParseError(f"{inst.name}: cannot find its operand {index} ({name})")
+    return comp.instructions[name].shape
+
+
 def _result_shape(module: Module, inst: Instruction) -> str:
     """The shape a collective delivers: an async start's is read off its done."""
     if not inst.opcode.endswith("-start"):
@@ -637,6 +660,10 @@ def _collective(
         group_size = sizes.pop()
     if kind == "reduce-scatter":
         full = nbytes(grouped.shape) if grouped is not inst else result * group_size
+    elif kind == "ragged-all-to-all":
+        # the result is the receiving buffer, sized for the worst case; what a device
+        # sends is at most its input (the first operand)
+        full = nbytes(_operand_shape(module, grouped, 0))
     else:
         full = result
     place, trips = _place(module, inst.computation, callers)
@@ -854,13 +881,15 @@ def wire_bytes(c: Collective | dict) -> float:
 
     V is the full array (gathered, or before scattering): all-gather and reduce-scatter
     move (N-1)/N * V, all-reduce 2(N-1)/N * V, all-to-all (N-1)/N of the local block, and
-    a collective-permute the block.
+    a collective-permute the block. A ragged all-to-all sends what the running program's
+    sizes say, at most its whole input: counted as (N-1)/N of that input, what leaves a
+    device when its rows spread evenly over the group.
     """
     get = c.get if isinstance(c, dict) else lambda k: getattr(c, k)
     kind, n, full = get("kind"), get("group_size"), get("full_bytes")
     if kind == "collective-permute":
         return float(get("result_bytes"))
-    if kind in ("all-gather", "reduce-scatter", "all-to-all"):
+    if kind in ("all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all"):
         return (n - 1) * full / n
     if kind == "all-reduce":
         return 2 * (n - 1) * full / n

@@ -251,78 +251,102 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         choices=(1, 2),
         default=2,
-        help="2 (default): the TPU targets in this process and the CPU and GPU ones in a "
-        "second, at once (libtpu allows one process); 1: all in this one",
+        help="2 (default): the grid's (target, size) parts shared between this process "
+        "and a second one, at once, by the CPU seconds each took in the stored grid; 1: "
+        "all in this one",
     )
+    # a second process's share: a JSON list of [target, size]
+    parser.add_argument("--parts", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     # Compile only: TPU and GPU topologies are described under the CPU platform, and the
     # CUDA plugin must not look for a GPU when JAX starts (FACTS: cuInit fails). JAX reads
-    # this when it is first imported, so `nox -s planner` sets it too.
+    # this when it is first imported, so `nox -s planner` sets it too. Two processes that
+    # both compile for TPUs need libtpu's leave to load it twice (nothing runs on a TPU).
     os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
 
     from docs_build.devices import use_cpu_devices
 
     use_cpu_devices(DEVICES)
     started = time.perf_counter()
-    here = [t for t in args.targets if tg.family(t) == "tpu"]
-    there = [t for t in args.targets if t not in here]
+    parts = (
+        [tuple(p) for p in json.loads(args.parts)]
+        if args.parts
+        else [(t, c) for t in args.targets for c in args.configs if c in configs_of(t)]
+    )
     second = None
-    if args.jobs == 2 and here and there:
-        # the compiles of one process keep about one core busy: the other core takes the
-        # CPU and GPU targets meanwhile
-        other = args.out.with_name(args.out.name + ".cpu-gpu")
+    if args.jobs == 2 and len(parts) > 1:
+        # each process keeps about one core busy: the other core takes the second share
+        parts, theirs = share(parts, stored_seconds(args.out))
+        other = args.out.with_name(args.out.name + ".second")
         second = subprocess.Popen(
-            [sys.executable, "-m", "docs_build.planner_grid", "--jobs", "1"]
-            + ["--targets", *there, "--configs", *args.configs, "--out", str(other)],
-            env={**os.environ, "JAX_PLATFORMS": "cpu"},
+            [
+                sys.executable,
+                "-m",
+                "docs_build.planner_grid",
+                "--jobs",
+                "1",
+                "--parts",
+                json.dumps(theirs),
+                "--out",
+                str(other),
+            ]
         )
-    else:
-        here = list(args.targets)
     entries, refused = [], []
-    for target in here:
-        try:
-            devices = tg.devices(target)
-        except Exception as err:  # recorded for each entry of the target, below
-            devices = err
-        for config in (c for c in args.configs if c in configs_of(target)):
-            for shape in meshes_of(target):
-                try:
-                    if isinstance(devices, Exception):
-                        raise devices
-                    entry = describe(target, config, shape, devices)
-                except Exception as err:
-                    entry = {
-                        "target": target,
-                        "config": config,
-                        "mesh": list(shape),
-                        "devices": math.prod(shape),
-                        "error": f"{type(err).__name__}: {err}"[:2000],
-                    }
-                entries.append(entry)
-                print(_line(entry), flush=True)
-            for shape in REFUSED.get(target, ()):
-                entry = {"target": target, "config": config, "mesh": list(shape)}
-                try:
-                    compile_step(config, shape, devices)
-                except Exception as err:
-                    refused.append(entry | {"refusal": f"{type(err).__name__}: {err}"})
-                    print(f"{_line(entry)} refused, as expected", flush=True)
-                else:
-                    entries.append(
-                        entry | {"error": "compiled, though REFUSED says not"}
-                    )
+    devices_for: dict[str, object] = {}
+    for target, config in parts:
+        if target not in devices_for:
+            try:
+                devices_for[target] = tg.devices(target)
+            except Exception as err:  # recorded for each entry of the target, below
+                devices_for[target] = err
+        devices = devices_for[target]
+        for shape in meshes_of(target):
+            try:
+                if isinstance(devices, Exception):
+                    raise devices
+                entry = describe(target, config, shape, devices)
+            except Exception as err:
+                entry = {
+                    "target": target,
+                    "config": config,
+                    "mesh": list(shape),
+                    "devices": math.prod(shape),
+                    "error": f"{type(err).__name__}: {err}"[:2000],
+                }
+            entries.append(entry)
+            print(_line(entry), flush=True)
+        for shape in REFUSED.get(target, ()):
+            entry = {"target": target, "config": config, "mesh": list(shape)}
+            if isinstance(devices, Exception):  # not a refusal of the mesh
+                entries.append(
+                    entry | {"error": f"{type(devices).__name__}: {devices}"}
+                )
+                continue
+            try:
+                compile_step(config, shape, devices)
+            except Exception as err:
+                refused.append(entry | {"refusal": f"{type(err).__name__}: {err}"})
+                print(f"{_line(entry)} refused, as expected", flush=True)
+            else:
+                entries.append(entry | {"error": "compiled, though REFUSED says not"})
     if second is not None:
         if second.wait() and not other.exists():  # an entry's error is recorded in it
-            raise SystemExit(
-                "the second process (CPU and GPU targets) stopped: see above"
-            )
-        entries += json.loads(other.read_text())["entries"]
+            raise SystemExit("the second process stopped: see above")
+        theirs_found = json.loads(other.read_text())
         other.unlink()
-        order = {t: i for i, t in enumerate(args.targets)}
-        entries.sort(
-            key=lambda e: order[e["target"]]
-        )  # stable: meshes keep their order
+        entries += theirs_found["entries"]
+        refused += theirs_found["refused"]
+    # the grid's order, whichever process compiled what: targets, sizes, then meshes
+    order = {
+        (t, c): i
+        for i, (t, c) in enumerate((t, c) for t in args.targets for c in args.configs)
+    }
+    entries.sort(
+        key=lambda e: order[e["target"], e["config"]]
+    )  # stable: meshes keep theirs
+    refused.sort(key=lambda e: order[e["target"], e["config"]])
     result = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - started, 1),
@@ -341,6 +365,36 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(records.dump(result))
     print(f"{len(entries)} programs in {result['seconds']} s -> {args.out}")
     return 1 if any("error" in e for e in entries) else 0
+
+
+def stored_seconds(path: Path) -> dict[tuple[str, str], float]:
+    """(target, size) -> the CPU seconds its entries took in the grid stored at `path`
+    (empty if there is none)."""
+    try:
+        stored = json.loads(path.read_text())["entries"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    found: dict[tuple[str, str], float] = {}
+    for e in stored:
+        key = (e["target"], e["config"])
+        found[key] = found.get(key, 0.0) + e.get("compile_cpu_seconds", 0.0)
+    return found
+
+
+def share(
+    parts: list[tuple[str, str]], seconds: dict[tuple[str, str], float]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Two shares of `parts` whose stored seconds are near equal: the longest first, each
+    to the share with less so far (a part never compiled counts as the mean)."""
+    known = [seconds[p] for p in parts if p in seconds]
+    mean = sum(known) / len(known) if known else 1.0
+    shares: tuple[list, list] = ([], [])
+    totals = [0.0, 0.0]
+    for part in sorted(parts, key=lambda p: -seconds.get(p, mean)):
+        i = 0 if totals[0] <= totals[1] else 1
+        shares[i].append(part)
+        totals[i] += seconds.get(part, mean)
+    return shares
 
 
 def _config(name: str):

@@ -24,7 +24,7 @@ from jax.sharding import AxisType, NamedSharding
 
 from docs_build.compiled import steps as training
 from docs_build.compiled.steps import Step
-from snippets.advanced.expert_parallel import balance, dispatch
+from snippets.advanced.expert_parallel import balance, dispatch, dropless
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
 from snippets.advanced.inference import layouts, sequence
 from snippets.advanced.manual_control import collective_matmul
@@ -191,6 +191,22 @@ def moe_layer(devices: Sequence) -> Step:
         compile=lambda: program.lower(x, params).compile(),
         mesh=mesh,
         source="snippets.advanced.expert_parallel.dispatch.moe_layer",
+    )
+
+
+def ragged_dispatch(devices: Sequence) -> Step:
+    """The expert-parallel page's `ragged_to_experts`, jitted as its `ragged-cpu` block
+    jits it (`on_experts`), at the MoE layer's sizes: each device's tokens and the
+    expert each chose, sent to their experts by one `ragged_all_to_all`."""
+    mesh = _line(devices, "expert")
+    tokens = MOE_TOKENS_PER_DEVICE * len(devices)
+    x = _shaped(mesh, (tokens, D_MODEL), P("expert"))
+    expert = _shaped(mesh, (tokens,), P("expert"), jnp.int32)
+    program = dropless.on_experts(dropless.ragged_to_experts, mesh, P("expert"))
+    return Step(
+        compile=lambda: program.lower(x, expert).compile(),
+        mesh=mesh,
+        source="snippets.advanced.expert_parallel.dropless.ragged_to_experts",
     )
 
 
@@ -446,6 +462,12 @@ OOM_PREFIX = "out of memory: "
 # Programs a target's compiler may refuse for lack of memory (libtpu checks at compile time):
 # the refusal is recorded as the result ("refused"), not as an error.
 MAY_NOT_FIT = frozenset(OOM_PREFIX + name for name in oom.STEPS)
+# Programs a target's compiler has no code for at the pinned JAX (program -> targets): the
+# refusal, an UNIMPLEMENTED error, is recorded as the result ("refused"). Anything else that
+# fails there, or another target's refusal, stays an error.
+UNIMPLEMENTED_ON: dict[str, frozenset[str]] = {
+    "MoE ragged dispatch": frozenset({"cpu"}),
+}
 
 PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "gather matmul": _matmul(collective_matmul.gather_matmul, "gather_matmul"),
@@ -457,6 +479,7 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "tensor-parallel block": _mlp_block(mlp.tp_block, "tp_block", P()),
     "sequence-parallel block": _mlp_block(mlp.sp_block, "sp_block", P("model", None)),
     "MoE layer": moe_layer,
+    "MoE ragged dispatch": ragged_dispatch,
     "MoE balance loss": _balance(gradient=False),
     "MoE balance loss gradient": _balance(gradient=True),
     "ZeRO-1 step": _zero(1),

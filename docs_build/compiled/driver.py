@@ -268,6 +268,7 @@ INPUTS = (
     "snippets/advanced/expert_parallel/balance.py",
     "snippets/advanced/expert_parallel/capacity.py",
     "snippets/advanced/expert_parallel/dispatch.py",
+    "snippets/advanced/expert_parallel/dropless.py",
     "snippets/advanced/expert_parallel/layer.py",
     "snippets/advanced/inference/layouts.py",
     "snippets/advanced/inference/decode.py",
@@ -453,7 +454,10 @@ def _describe_all(target, devices, builders: dict, save_hlo) -> list[dict]:
         except Exception as err:
             message = f"{type(err).__name__}: {err}"[:2000]
             row = {"target": target, "strategy": name}
-            row["refused" if refused_for_memory(name, message) else "error"] = message
+            refused = refused_for_memory(name, message) or unimplemented(
+                name, target, message
+            )
+            row["refused" if refused else "error"] = message
         rows.append(row)
         print(_line(row), flush=True)
     return rows
@@ -465,6 +469,14 @@ def refused_for_memory(name: str, message: str) -> bool:
     from docs_build.compiled.advanced import MAY_NOT_FIT
 
     return name in MAY_NOT_FIT and "RESOURCE_EXHAUSTED" in message
+
+
+def unimplemented(name: str, target: str, message: str) -> bool:
+    """Whether a failed compile is a program the page shows a backend has no code for
+    (`advanced.UNIMPLEMENTED_ON`), refused with that backend's UNIMPLEMENTED: a result."""
+    from docs_build.compiled.advanced import UNIMPLEMENTED_ON
+
+    return target in UNIMPLEMENTED_ON.get(name, ()) and "UNIMPLEMENTED:" in message
 
 
 def _line(row: dict) -> str:

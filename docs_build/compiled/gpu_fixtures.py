@@ -55,6 +55,13 @@ def xla_collective_matmul_text() -> str:
     )
 
 
+def ragged_dispatch_text() -> str:
+    """The expert-parallel page's `ragged_to_experts`, as the results compile it."""
+    from docs_build.compiled import advanced
+
+    return advanced.PROGRAMS["MoE ragged dispatch"](h100_devices()).compile().as_text()
+
+
 def shard_map_text() -> str:
     """Every kind of collective on a (2, 4) mesh, and a psum in a scan of 3."""
     import jax
@@ -107,6 +114,11 @@ FIXTURES = {
         "The overlap page's sharded_matmul (4096 x 4096 bf16, x's rows and w's columns "
         "over 8) with xla_gpu_threshold_for_windowed_einsum_mib=0.",
         xla_collective_matmul_text,
+    ),
+    "gpu_h100x8_ragged_dispatch.hlo": (
+        "The expert-parallel page's ragged_to_experts (1024 tokens of 1024 f32 per "
+        "device, one expert per device): the counts' all-gather, one ragged-all-to-all.",
+        ragged_dispatch_text,
     ),
 }
 

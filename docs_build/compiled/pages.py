@@ -18,6 +18,9 @@ A page writes a marker where generated evidence goes:
   per head, on each 8-device target.
 - `<!-- tpu-balance -->`: the expert-parallel page's load-balancing loss and its gradient
   for the router, on each 8-device target: each collective and the bytes sent.
+- `<!-- tpu-ragged -->`: the expert-parallel page's ragged dispatch (`ragged_to_experts`) on
+  each 8-device target: its collectives, what its ragged all-to-all can send and the buffer
+  that receives it, or the backend's refusal where it has no code for the op.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
@@ -666,6 +669,52 @@ BALANCE = ("MoE balance loss", "MoE balance loss gradient")
 def _each(p: dict) -> str:
     """`all-reduce s32[8], all-reduce f32[8]`: each collective and what it carries."""
     return ", ".join(f"{c['kind']} {' '.join(c['shapes'])}" for c in p["collectives"])
+
+
+RAGGED_TABLE = "<!-- tpu-ragged -->"
+RAGGED = "MoE ragged dispatch"
+
+
+def unimplemented_reason(p: dict) -> str:
+    """A refused compile's reason, as the backend gave it: its first sentence."""
+    message = p["refused"].removeprefix("JaxRuntimeError: ")
+    return message.split(". ")[0].replace("`", "")
+
+
+def ragged_table(data: dict | None = None) -> str:
+    """Per target: the ragged dispatch's collectives, the most its ragged all-to-all sends
+    (the input block), what it sends if the tokens spread evenly (the ring model's
+    figure), and the receiving buffer; or the backend's refusal."""
+    data = data or results()
+    lines = [
+        "| target | collectives | ragged all-to-all sends, at most | "
+        "if the tokens spread evenly | receiving buffer |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        p = advanced_program(target, RAGGED, data)
+        if "refused" in p:
+            lines.append(f"| {target} | refused: {unimplemented_reason(p)} | | | |")
+            continue
+        (ragged,) = (c for c in p["collectives"] if c["kind"] == "ragged-all-to-all")
+        lines.append(
+            f"| {target} | {_each(p)} | {_size(ragged['full_bytes'])} | "
+            f"{_size(ragged['wire_bytes'])} | {_size(ragged['result_bytes'])} |"
+        )
+    caption = (
+        "Per device and per call, each collective with the array it delivers, what the "
+        "ragged all-to-all can send and the buffer that receives it, "
+        f"{_compiled(data)}."
+    )
+    how = (
+        "At most: the device's whole input, every token bound for another device. If "
+        "spread evenly: (N-1)/N of it, the ring model's figure for an all-to-all; what "
+        "really travels is known only when the program runs. Receiving buffer: the "
+        "ragged all-to-all's result. The program: the page's `ragged_to_experts`, jitted "
+        f"by `on_experts` as its `ragged-cpu` block does. {_where(data)} Sizes: "
+        "docs_build/compiled/advanced.py (the MoE layer's)."
+    )
+    return _boxed(lines, caption, how)
 
 
 def balance_table(data: dict | None = None) -> str:
@@ -1357,6 +1406,8 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(ULYSSES_TABLE, ulysses_table())
     if BALANCE_TABLE in markdown:
         markdown = markdown.replace(BALANCE_TABLE, balance_table())
+    if RAGGED_TABLE in markdown:
+        markdown = markdown.replace(RAGGED_TABLE, ragged_table())
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)

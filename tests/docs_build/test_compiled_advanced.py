@@ -38,13 +38,83 @@ def test_every_program_is_compiled_for_every_target():
 def test_only_programs_that_may_not_fit_are_refused_and_only_by_the_tpu_compiler():
     assert REFUSED  # the out-of-memory page shows libtpu refusing
     for (target, name), p in REFUSED.items():
+        if name in advanced.UNIMPLEMENTED_ON:  # below
+            continue
         assert name in advanced.MAY_NOT_FIT and target in TPU_TARGETS
         assert set(p) == {"target", "strategy", "refused"}
         assert (
             "RESOURCE_EXHAUSTED" in p["refused"] and "CompileTimeHbmOom" in p["refused"]
         )
-    # a CPU or GPU compile is never refused: their compilers build what does not fit
-    assert all(k in COMPILED for k in PROGRAMS if k[0] not in TPU_TARGETS)
+    # a CPU or GPU compile is never refused for memory: their compilers build what does
+    # not fit
+    assert all(
+        k in COMPILED
+        for k in PROGRAMS
+        if k[0] not in TPU_TARGETS and k[1] not in advanced.UNIMPLEMENTED_ON
+    )
+
+
+def test_a_program_a_backend_has_no_code_for_is_refused_there_and_compiled_elsewhere():
+    """The expert-parallel page's ragged dispatch: the CPU backend refuses the op with
+    UNIMPLEMENTED, recorded as the result; every TPU and GPU target compiles it."""
+    assert {"MoE ragged dispatch": frozenset({"cpu"})} == advanced.UNIMPLEMENTED_ON
+    for name, refusing in advanced.UNIMPLEMENTED_ON.items():
+        for target in EVERY_TARGET:
+            p = PROGRAMS[target, name]
+            if target in refusing:
+                assert set(p) == {"target", "strategy", "refused"}
+                assert p["refused"].startswith(
+                    "JaxRuntimeError: UNIMPLEMENTED: HLO opcode `ragged-all-to-all` is not "
+                    "supported by XLA:CPU"
+                )
+            else:
+                assert "summary" in p, target
+    # what the driver records as a refusal, and what stays an error
+    message = "JaxRuntimeError: UNIMPLEMENTED: HLO opcode `ragged-all-to-all`"
+    assert driver.unimplemented("MoE ragged dispatch", "cpu", message)
+    assert not driver.unimplemented("MoE ragged dispatch", "h100:1x8", message)
+    assert not driver.unimplemented("MoE layer", "cpu", message)
+    assert not driver.unimplemented("MoE ragged dispatch", "cpu", "ValueError: shapes")
+
+
+def test_the_ragged_dispatch_claims_hold_on_every_target():
+    """expert-parallel.md: one ragged-all-to-all beside the counts' exchange (an
+    all-gather on the H100s, an all-reduce on the TPUs), at most the device's own tokens
+    sent, as many rows as the capacity layer's buffer at a factor of 1, and a receiving
+    buffer eight times the input on 8 devices."""
+    text = (ROOT / "docs" / "advanced" / "expert-parallel.md").read_text()
+    assert "<!-- tpu-ragged -->" in text
+    filled = pages.ragged_table()
+    assert all(f"| {t} |" in filled for t in EVERY_TARGET)
+    assert (
+        "| cpu | refused: UNIMPLEMENTED: HLO opcode ragged-all-to-all is not" in filled
+    )
+    rows, d = advanced.MOE_TOKENS_PER_DEVICE, advanced.D_MODEL
+    for target in EVERY_TARGET:
+        p = PROGRAMS[target, "MoE ragged dispatch"]
+        if "refused" in p:
+            continue
+        counts = {"gpu": "all-gather", "tpu": "all-reduce"}[tg.family(target)]
+        assert kinds(p) == {counts: 1, "ragged-all-to-all": 1}
+        small = next(c for c in p["collectives"] if c["kind"] == counts)
+        assert (
+            small["result_bytes"] < 1024 and small["dtype"] == "s32"
+        )  # "a few hundred"
+        (ragged,) = (c for c in p["collectives"] if c["kind"] == "ragged-all-to-all")
+        assert ragged["runs"] == 1 and ragged["group_size"] == 8
+        assert ragged["full_bytes"] == rows * d * 4  # its own tokens, float32
+        assert ragged["result_bytes"] == 8 * ragged["full_bytes"]
+        # as many rows as the capacity layer's dispatch buffer at a factor of 1
+        layer = PROGRAMS[target, "MoE layer"]
+        buffer = next(c for c in layer["collectives"] if c["kind"] == "all-to-all")
+        (shape,) = buffer["shapes"]
+        assert (
+            math.prod(map(int, shape.split("[")[1].rstrip("]").split(","))) == rows * d
+        )
+    said = page("expert-parallel.md")
+    assert "an `all-gather` on the H100s; on the TPUs an `all-reduce`" in said
+    assert "eight times the input on 8 devices" in said
+    assert "checked once" not in said
 
 
 def test_a_refusal_is_recorded_only_for_a_program_that_may_not_fit():
@@ -70,8 +140,14 @@ def test_each_program_agrees_with_itself(key):
 @pytest.mark.daily
 @pytest.mark.parametrize("name", list(advanced.PROGRAMS))
 def test_cpu_rows_are_what_this_environment_compiles(devices, name):
-    now = driver.describe("cpu", name, devices)
     stored = PROGRAMS["cpu", name]
+    if "refused" in stored:  # the CPU backend has no code for it: still refused
+        with pytest.raises(jax.errors.JaxRuntimeError) as raised:
+            driver.describe("cpu", name, devices)
+        said = f"{type(raised.value).__name__}: {raised.value}"
+        assert said.split(". ")[0] == stored["refused"].split(". ")[0]
+        return
+    now = driver.describe("cpu", name, devices)
     for field in ("source", "mesh", "collectives", "summary", "memory", "in_flight"):
         assert now[field] == stored[field], field
 
@@ -80,7 +156,9 @@ def test_every_program_names_a_function_of_the_pages():
     import importlib
 
     for name in advanced.PROGRAMS:
-        module, _, function = PROGRAMS["cpu", name]["source"].rpartition(".")
+        # a compiled row names it (the CPU refuses some: advanced.UNIMPLEMENTED_ON)
+        row = next(p for (_, n), p in COMPILED.items() if n == name)
+        module, _, function = row["source"].rpartition(".")
         assert hasattr(importlib.import_module(module), function), name
 
 

@@ -225,7 +225,10 @@ def test_tpu_async_pairs_count_once_with_the_done_result():
         (6, 7),
         (7, 4),
     )
-    assert sorted(hlo.summarize(hlo.read(text).collectives)) == sorted(hlo.KINDS)
+    # every kind shard_map's collectives make (a ragged all-to-all is read below)
+    assert sorted(hlo.summarize(hlo.read(text).collectives)) == sorted(
+        set(hlo.KINDS) - {"ragged-all-to-all"}
+    )
 
 
 def test_tpu_iota_groups_from_the_partitioner():
@@ -346,6 +349,40 @@ def test_start_done_pairs_and_async_wrappers_count_once():
         ("all-reduce", ("f32[8,16]",), 2, "async"),
     ]
     assert all(c.runs == 1 and c.computation == "main" for c in program.collectives)
+
+
+# ---------------------------------------------------------------- ragged all-to-all
+
+
+def test_gpu_ragged_all_to_all_sends_at_most_its_input():
+    """The expert-parallel page's ragged dispatch on 8 H100s: the result is the buffer for
+    the worst case, what a device sends is at most its first operand."""
+    program = hlo.read(fixture("gpu_h100x8_ragged_dispatch.hlo"))
+    assert program.unaccounted() == []
+    found = by_kind(program)
+    assert sorted(found) == ["all-gather", "ragged-all-to-all"]
+    (ragged,) = found["ragged-all-to-all"]
+    assert ragged.shapes == ("f32[8192,1024]",) and ragged.group_size == 8
+    assert ragged.full_bytes == 1024 * 1024 * 4  # the tokens in: 1024 of 1024 f32
+    assert (
+        ragged.result_bytes == 8 * ragged.full_bytes
+    )  # room for every device's tokens
+    assert ragged.runs == 1 and ragged.form == "sync"
+    assert hlo.wire_bytes(ragged) == 7 / 8 * ragged.full_bytes
+    (counts,) = found["all-gather"]
+    assert counts.shapes == ("s32[8,8]",)
+    assert hlo.summarize(program.collectives)["ragged-all-to-all"]["runs"] == 1
+
+
+def test_a_collective_the_reader_does_not_know_is_reported_not_dropped():
+    text = fixture("gpu_h100x8_ragged_dispatch.hlo")
+    (name,) = re.findall(r"%([\w.\-]+) = \S+ ragged-all-to-all\(", text)
+    renamed = hlo.read(text.replace(" ragged-all-to-all(", " collective-broadcast("))
+    assert renamed.unaccounted() == [name]
+    assert [c.kind for c in renamed.collectives] == ["all-gather"]
+    # an async start of an unknown kind too; its done is the same collective
+    started = hlo.read(text.replace(" ragged-all-to-all(", " all-shuffle-start("))
+    assert started.unaccounted() == [name]
 
 
 # ---------------------------------------------------------------- costs

@@ -95,6 +95,25 @@ def test_the_grid_was_made_from_the_code_as_it_is():
     )
 
 
+def test_two_processes_share_the_grid_by_its_stored_seconds():
+    """`nox -s planner` compiles in two processes at once (libtpu loaded in both): each
+    takes the longest (target, size) part left to whichever has less so far."""
+    seconds = grid.stored_seconds(grid.RESULTS)
+    parts = [(t, c) for t in GRID["targets"] for c in grid.configs_of(t)]
+    assert set(seconds) == set(parts)
+    mine, theirs = grid.share(parts, seconds)
+    assert sorted(mine + theirs) == sorted(parts) and not set(mine) & set(theirs)
+    totals = [sum(seconds[p] for p in share) for share in (mine, theirs)]
+    assert abs(totals[0] - totals[1]) <= max(seconds.values())
+    # a part the stored grid lacks counts as the mean of those it has
+    known = {("cpu", "a"): 3.0, ("cpu", "b"): 1.0}
+    assert grid.share([*known, ("cpu", "new")], known) == (
+        [("cpu", "a")],
+        [("cpu", "new"), ("cpu", "b")],
+    )
+    assert grid.stored_seconds(grid.HERE / "no such grid.json") == {}
+
+
 def test_the_grid_configs_are_the_modules():
     for name, (fields, batch) in (grid.CONFIGS | grid.LARGE_CONFIGS).items():
         stored = GRID["configs"][name]
