@@ -718,7 +718,7 @@ def answer(case: dict) -> dict:
             "rank": None,
         }
         why = pl.reasons(model, layout)
-        refused = mesh_refusal(case, layout)
+        refused = mesh_refusal(case, layout, model)
         if why or refused:
             if not why:
                 next(table)  # priced by plan_table, greyed here
@@ -751,14 +751,18 @@ def answer(case: dict) -> dict:
     return found
 
 
-def mesh_refusal(case: dict, layout: pl.Layout) -> str | None:
+def mesh_refusal(case: dict, layout: pl.Layout, model: pl.Model) -> str | None:
     """Why `jax.make_mesh` refuses a row's mesh on the published TPU slice of the case's
-    chip and device count, with the meshes of its kind it builds there (tpu_slices); None
-    where it builds it, on a GPU or CPU, for a count with no published slice, and for a
-    pipeline (whose stages the planner prints no mesh for)."""
+    chip and device count, with the meshes of its kind it builds there that split the
+    model (tpu_slices); None where it builds it, on a GPU or CPU, for a count with no
+    published slice, and for a pipeline (whose stages the planner prints no mesh for)."""
     if layout.stages > 1:
         return None
-    return tpu_slices.refusal(case["chip"], case["devices"], layout.mesh)
+
+    def splits(mesh: tuple[int, int, int]) -> bool:
+        return not pl.reasons(model, pl.Layout(pl.name_of(*mesh), *mesh))
+
+    return tpu_slices.refusal(case["chip"], case["devices"], layout.mesh, splits)
 
 
 def row_program(case: dict, row: dict) -> dict[str, str]:

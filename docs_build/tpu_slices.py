@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -135,6 +136,10 @@ WORDS = {
     "no kind": "jax.make_mesh gives each axis whole sides of the {shape} {chip} slice, "
     "no side to two axes (an axis of {sizes} chips), and no {kind} mesh of {devices} "
     "chips has that: split fewer axes",
+    # ... where it builds meshes of that kind, but none of them splits the model
+    "none splits": "jax.make_mesh gives each axis whole sides of the {shape} {chip} "
+    "slice, no side to two axes (an axis of {sizes} chips); the {kind} meshes it builds "
+    "({meshes}) cannot split this model: split other axes",
     # above the table, for a TPU chip
     "split": "{label}, {devices} chips: the {shape} slice Google publishes, on which "
     "jax.make_mesh builds every mesh (it splits a side between axes where it must)",
@@ -169,24 +174,36 @@ def alternatives(chip: str, devices: int, mesh: tuple[int, int, int]) -> list:
     ]
 
 
-def refusal(chip: str, devices: int, mesh: tuple[int, int, int]) -> str | None:
+def refusal(
+    chip: str,
+    devices: int,
+    mesh: tuple[int, int, int],
+    splits: Callable[[tuple[int, int, int]], bool] | None = None,
+) -> str | None:
     """Why make_mesh refuses `mesh` on the published slice, and the meshes with the same
-    axes split that it builds there (None: it builds this one, or no slice is known)."""
+    axes split that it builds there, of those only the ones `splits` says can split the
+    model (None: it builds this one, or no slice is known)."""
     if accepts(chip, devices, mesh) is not False:
         return None
     shape = shape_of(chip, devices)
     split = [k > 1 for k in mesh]
     kind = " x ".join(name for name, s in zip(AXES, split, strict=True) if s)
-    same = alternatives(chip, devices, mesh)
+    built = alternatives(chip, devices, mesh)
+    same = [m for m in built if splits is None or splits(m)]
+
+    def listed(found) -> str:
+        return either([shape_text([k for k in m if k > 1]) for m in found])
+
     values = {
         "shape": shape_text(shape),
         "chip": chip,
         "sizes": either([str(n) for n in axis_sizes(shape)]),
         "kind": kind,
         "devices": devices,
-        "meshes": either([shape_text([k for k in m if k > 1]) for m in same]),
+        "meshes": listed(same or built) if built else "",
     }
-    return WORDS["refused" if same else "no kind"].format(**values)
+    word = "refused" if same else "none splits" if built else "no kind"
+    return WORDS[word].format(**values)
 
 
 def note(chip: str, devices: int) -> str | None:

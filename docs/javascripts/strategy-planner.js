@@ -741,24 +741,30 @@
   function shapeWords(shape) { return shape.join(" x "); }
 
   // tpu_slices.refusal: why make_mesh refuses the mesh on the published slice, and the
-  // meshes with the same axes split that it builds there; null where it builds it.
-  function refusal(chip, devices, mesh) {
+  // meshes with the same axes split that it builds there, of those the ones that split
+  // the model (planner_page.mesh_refusal); null where it builds it.
+  function refusal(chip, devices, mesh, model) {
     if (accepts(chip, devices, mesh) !== false) return null;
     var shape = sliceShape(chip, devices);
     var split = mesh.map(function (k) { return k > 1; });
     var kind = DATA.slices.axes.filter(function (_, i) { return split[i]; }).join(" x ");
-    var same = meshesOf(devices).filter(function (m) {
+    var built = meshesOf(devices).filter(function (m) {
       return m.every(function (k, i) { return (k > 1) === split[i]; }) &&
         accepts(chip, devices, m);
     });
+    var same = built.filter(function (m) {
+      return !reasons(model, layout(nameOf(m[0], m[1], m[2]), m[0], m[1], m[2], 1)).length;
+    });
+    var listed = same.length ? same : built;
     var values = {
       shape: shapeWords(shape), chip: chip, kind: kind, devices: devices,
       sizes: either(axisSizes(shape).map(String)),
-      meshes: same.length ? either(same.map(function (m) {
+      meshes: built.length ? either(listed.map(function (m) {
         return shapeWords(m.filter(function (k) { return k > 1; }));
       })) : ""
     };
-    return fill(DATA.slices.words[same.length ? "refused" : "no kind"], values);
+    var word = same.length ? "refused" : built.length ? "none splits" : "no kind";
+    return fill(DATA.slices.words[word], values);
   }
 
   // tpu_slices.note: what the page says above the table about a TPU chip's slice.
@@ -845,7 +851,7 @@
     return ranked(layouts(c.devices).map(function (l) {
       var why = reasons(model, l);
       // planner_page.mesh_refusal: a pipeline prints no mesh, so it is not checked
-      var refused = l.stages > 1 ? null : refusal(c.chip, c.devices, [l.data, l.fsdp, l.tensor]);
+      var refused = l.stages > 1 ? null : refusal(c.chip, c.devices, [l.data, l.fsdp, l.tensor], model);
       if (why.length || refused) {
         var greyed = { layout: l, valid: false, reason: why.join("; "), rank: null };
         if (refused) greyed.refused = refused;

@@ -15,6 +15,8 @@ markers:
   `block_until_ready`, not at the call);
 - `<!-- gpu-card: matmul -->`: the bf16 product's speed beside the card's published peak;
 - `<!-- gpu-card: newer -->`: today's programs that the record never compiled;
+- `<!-- gpu-card: nodes said -->`: whether the `8 nodes` pass kept every program's
+  collectives, and which changed how;
 - `<!-- gpu-card: remat table -->`, `<!-- gpu-card: remat said -->`: the transformer step
   under each remat policy, timed on the card (results/gpu_card_remat.json, written by
   `card_remat`), and the sentence the remat page draws from it.
@@ -94,6 +96,43 @@ def newer(data: dict | None = None) -> list[str]:
     rows = _committed(data["compared_with"]["target"])
     seen = set().union(*(data["found"][stage] for stage in data["stages"]))
     return sorted(set(rows) - seen)
+
+
+def _count_kinds(row: dict) -> str:
+    """`8 collective-permute`, `1 all-gather`: a program's collectives, by kind."""
+    counts: dict[str, int] = {}
+    for c in row["collectives"]:
+        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
+    return " and ".join(f"{n} {kind}" for kind, n in counts.items()) or "none"
+
+
+# how stage_said names the committed program and the pass's, stage by stage
+SAID_AS = {
+    "file spec": ("as compiled here", "on the card"),
+    "card spec": ("as compiled here", "from the card's spec"),
+    "8 nodes": ("on one node", "as 8 nodes"),
+}
+
+
+def stage_said(stage: str, data: dict | None = None) -> str:
+    """What a pass's collectives said against the committed ones, as a clause: `the
+    collectives stayed the same`, or which programs' changed, and how."""
+    data = data or record()
+    said = compare(data)[stage]
+    if said["same"] == said["programs"]:
+        return "the collectives stayed the same"
+    rows = _committed(data["compared_with"]["target"])
+    got = data["found"][stage]
+    ours, theirs = SAID_AS[stage]
+    changed = [
+        f"“{n}” ({_count_kinds(rows[n])} {ours}, {_count_kinds(got[n])} {theirs})"
+        for n in sorted(got)
+        if collectives(got[n]) != collectives(rows[n])
+    ]
+    return (
+        f"the collectives stayed the same in {said['same']} of {said['programs']} "
+        f"programs; they changed in {', '.join(changed)}"
+    )
 
 
 def newer_text(data: dict | None = None) -> str:
@@ -270,6 +309,8 @@ def fill(markdown: str) -> str:
             return record()["machine"]["name"]
         if what == "newer":
             return newer_text()
+        if what == "nodes said":
+            return stage_said("8 nodes")
         if what == "remat table":
             return remat_table()
         if what == "remat said":

@@ -479,16 +479,9 @@ def advanced_program(target: str, name: str, data: dict | None = None) -> dict:
 
 
 def _kinds(p: dict) -> str:
-    """`7 collective-permute (async), 1 all-gather`: each kind, and how it runs."""
-    parts = []
-    for kind, s in p["summary"].items():
-        mine = [c for c in p["collectives"] if c["kind"] == kind]
-        how = (
-            "async" if {c["form"] for c in mine} & {"async", "async-fusion"} else "sync"
-        )
-        dtypes = "/".join(sorted({c["dtype"] for c in mine}))
-        parts.append(f"{s['count']} {kind}{_runs(s)}, {dtypes}, {how}")
-    return "; ".join(parts) or "none"
+    """`7 collective-permute, bf16, async`: each kind, and how it runs; where its
+    collectives run both ways, how many each (`_kinds_forms`: `7 async + 1 sync`)."""
+    return _kinds_forms(p)
 
 
 def _runs(s: dict) -> str:

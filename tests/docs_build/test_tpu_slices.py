@@ -104,6 +104,26 @@ def test_the_meshes_the_grid_found_refused_are_greyed_and_its_compiled_ones_stan
         assert rows[mesh]["valid"] or rows[mesh]["reason"], mesh
 
 
+def test_a_refused_rows_suggestions_are_the_meshes_that_split_the_model():
+    """On the 64-chip v5p cube make_mesh refuses FSDP x tensor 8 x 8; of the meshes of
+    that kind it builds, 4 x 16 puts 16 on tensor, which a model of 8 heads cannot split:
+    only 16 x 4 is offered. A model that cannot split either is told so."""
+    case = {**planner_page.DEFAULTS, "chip": "v5p", "devices": 64, "batch": 64}
+    assert case["heads"] % 16 and not case["heads"] % 4  # 8 heads: tensor 4, not 16
+    rows = {tuple(r["mesh"][:3]): r for r in planner_page.answer(case)["rows"]}
+    assert rows[1, 8, 8]["refused"].endswith(": use fsdp x tensor 16 x 4")
+    assert tpu_slices.refusal("v5p", 64, (1, 8, 8)).endswith(
+        ": use fsdp x tensor 4 x 16 or 16 x 4"
+    )
+    said = tpu_slices.refusal("v5p", 64, (1, 8, 8), splits=lambda mesh: False)
+    assert said.endswith(
+        "; the fsdp x tensor meshes it builds (4 x 16 or 16 x 4) cannot split this "
+        "model: split other axes"
+    )
+    # the page's script words it from the same templates
+    assert set(tpu_slices.data()["words"]) == set(tpu_slices.WORDS)
+
+
 def test_a_refused_mesh_gets_no_program_and_no_rank():
     case = {**planner_page.DEFAULTS, "chip": "v5p", "devices": 64, "batch": 64}
     rows = planner_page.answer(case)["rows"]
