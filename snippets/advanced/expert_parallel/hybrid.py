@@ -86,11 +86,11 @@ def hybrid_layer(mesh, factor, fsdp=False):
 
     def body(x, params):
         w_in, w_out = params["w_in"], params["w_out"]
-        if fsdp:  # (2)!
+        if fsdp:  # (1)!
             w_in = jax.lax.all_gather(w_in, "data", axis=2, tiled=True)
             w_out = jax.lax.all_gather(w_out, "data", axis=1, tiled=True)
         mask, gate, sent = send(x, params["router"], factor)
-        done = expert_mlp(to_experts(sent), w_in, w_out)  # (3)!
+        done = expert_mlp(to_experts(sent), w_in, w_out)  # (2)!
         return jnp.einsum("tec,ecd->td", mask * gate[:, None, None], from_experts(done))
 
     layer = jax.shard_map(body, mesh=mesh, in_specs=(TOKENS, specs), out_specs=TOKENS)

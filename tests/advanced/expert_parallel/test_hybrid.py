@@ -29,9 +29,13 @@ def trained(grid, params, tokens):
     return quietly(hybrid.train, grid, params, tokens)
 
 
-def test_mesh_is_data_by_expert(grid):
+def test_mesh_is_data_by_expert_and_device_i_j_holds_block_4i_plus_j(grid, tokens):
     assert dict(grid.shape) == {"data": 2, "expert": 4}
     assert np.asarray(grid.device_ids).tolist() == EXPERT_ROWS
+    x = jax.device_put(tokens, jax.NamedSharding(grid, hybrid.TOKENS))
+    for shard in x.addressable_shards:
+        i, j = divmod(shard.device.id, 4)  # its row and column in the mesh
+        assert shard.index[0] == slice(32 * (4 * i + j), 32 * (4 * i + j + 1))
 
 
 def test_forward_matches_the_reference_with_a_group_per_device(
@@ -106,8 +110,13 @@ def test_data_parallel_step_sums_expert_gradients_over_data(programs):
         ("all-reduce", 2): 1,  # the experts' gradients, over "data"
     }
     for c in found:
-        if c.kind == "all-to-all":
+        if (
+            c.kind == "all-to-all"
+        ):  # 4 pieces of 2 experts x C = 4 slots: (2, 4 * 4, 16)
             assert c.groups == EXPERT_ROWS
+            assert c.result == "(" + ", ".join(["f32[2,4,16]"] * 4) + ")"
+        if c.group_size == 8:  # the router's gradient and the loss
+            assert c.result == "(f32[16,8], f32[])"
         if c.group_size == 2:
             assert c.groups == DATA_PAIRS
             assert c.result == "(f32[2,16,32], f32[2,32,16])"
@@ -145,3 +154,15 @@ def test_bad_input_says_what_to_change(grid, host, tokens):
         hybrid.place_hybrid(odd, grid, fsdp=True)
     with pytest.raises(ValueError, match="use a multiple of 8 tokens"):
         hybrid.hybrid_layer(grid, 1.0)(tokens[:252], host)
+
+
+def test_the_forward_pass_holds_two_of_the_steps_three_all_to_alls(
+    grid, params, tokens
+):
+    x = jax.device_put(tokens, jax.NamedSharding(grid, hybrid.TOKENS))
+    for fsdp in (False, True):
+        placed = hybrid.place_hybrid(params, grid, fsdp)
+        layer_ = jax.jit(hybrid.hybrid_layer(grid, 1.0, fsdp))
+        found = kinds(layer_.lower(x, placed).compile())
+        gathers = {("all-gather", 2): 2} if fsdp else {}
+        assert found == {("all-to-all", 4): 2, **gathers}
