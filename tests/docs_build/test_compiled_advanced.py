@@ -820,7 +820,7 @@ def expert_step_claims(programs: dict) -> dict[str, bool]:
 
 
 def test_the_expert_steps_on_a_data_by_expert_mesh_hold_what_the_page_says():
-    text = (ROOT / "docs" / "advanced" / "expert-parallel.md").read_text()
+    text = (ROOT / "docs" / "advanced" / "expert-parallel-fsdp.md").read_text()
     assert "<!-- tpu-expert-groups -->" in text
     filled = pages.expert_groups_table()
     assert all(f"| {t} |" in filled for t in ADVANCED_TARGETS)
@@ -839,7 +839,7 @@ def test_the_expert_steps_on_a_data_by_expert_mesh_hold_what_the_page_says():
     assert cpu[0]["kind"] == "all-to-all"
     assert cpu[0]["shapes"] == ["f32[2,128,1024]"] * 4
     assert expert_step_claims(PROGRAMS) == dict.fromkeys(CLAIMS, True)
-    said = page("expert-parallel.md")
+    said = page("expert-parallel-fsdp.md")
     for sentence in (
         "(1024 tokens per device of 1024 features, hidden 4096, eight experts, two per "
         '`"expert"` device)',

@@ -166,3 +166,9 @@ def test_the_forward_pass_holds_two_of_the_steps_three_all_to_alls(
         found = kinds(layer_.lower(x, placed).compile())
         gathers = {("all-gather", 2): 2} if fsdp else {}
         assert found == {("all-to-all", 4): 2, **gathers}
+
+
+def test_the_pages_setup_sizes(params, tokens):
+    """The page's setup note: eight experts of 16 features, hidden 32, and 256 tokens."""
+    assert params["w_in"].shape == (8, 16, 32) and params["w_out"].shape == (8, 32, 16)
+    assert tokens.shape == (256, 16)
