@@ -21,7 +21,7 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-ragged -->`: the expert-parallel page's ragged dispatch (`ragged_to_experts`) on
   each 8-device target: its collectives, what its ragged all-to-all can send and the buffer
   that receives it, or the backend's refusal where it has no code for the op.
-- `<!-- tpu-expert-groups -->`: the expert-parallel page's training step on its ("data",
+- `<!-- tpu-expert-groups -->`: the expert-parallel FSDP page's training step on its ("data",
   "expert") mesh, experts copied over "data" and split over it (FSDP), on each 8-device
   target: each kind of collective with its group size, dtype and bytes sent, and the
   arguments per device.
@@ -790,7 +790,7 @@ def expert_groups_table(data: dict | None = None) -> str:
         f"sends by the ring model, and the arguments, {_compiled(data)}."
     )
     how = (
-        "The program: the page's `sgd_step` of `hybrid_layer`, on the target's 8 devices "
+        "The program: this page's `sgd_step` of `hybrid_layer`, on the target's 8 devices "
         "as a (2, 4) mesh. Sizes: the MoE layer's (docs_build/compiled/advanced.py), 8 "
         f'experts, two per "expert" device. Arguments: memory_analysis(). {_where(data)}'
     )

@@ -776,7 +776,7 @@ CLAIMS = ("groups", "tpu_dtypes", "cpu_gpu_f32", "h100_split", "arguments")
 
 
 def expert_step_claims(programs: dict) -> dict[str, bool]:
-    """Each sentence the expert-parallel page says of its (data, expert) steps, against
+    """Each sentence the expert-parallel FSDP page says of its (data, expert) steps, against
     the compiled records: True where the records bear it out."""
     claims = dict.fromkeys(CLAIMS, True)
     router_and_loss = (advanced.D_MODEL * 8 + 1) * 4  # f32[1024,8] and f32[]
