@@ -263,9 +263,7 @@ def test_across_nodes_the_card_kept_the_all_gather():
     one_node = card.record()["found"]["file spec"]["XLA collective matmul"]
     assert {c["kind"] for c in one_node["collectives"]} == {"collective-permute"}
     text = said()
-    assert (
-        "The loop is made within a node: compiled on a lent H100 for 8 nodes of" in text
-    )
+    assert "That is on one node of 8: compiled on a lent H100 for 8 nodes of" in text
     assert "the same option left the one all-gather in place" in text
 
 
