@@ -15,6 +15,7 @@ markers:
   `block_until_ready`, not at the call);
 - `<!-- gpu-card: matmul -->`: the bf16 product's speed beside the card's published peak;
 - `<!-- gpu-card: newer -->`: today's programs that the record never compiled;
+  `<!-- gpu-card: newer said -->` the sentence that says so, or that there are none;
 - `<!-- gpu-card: nodes said -->`: whether the `8 nodes` pass kept every program's
   collectives, and which changed how;
 - `<!-- gpu-card: remat table -->`, `<!-- gpu-card: remat said -->`: the transformer step
@@ -132,6 +133,17 @@ def stage_said(stage: str, data: dict | None = None) -> str:
     return (
         f"the collectives stayed the same in {said['same']} of {said['programs']} "
         f"programs; they changed in {', '.join(changed)}"
+    )
+
+
+def newer_said(data: dict | None = None) -> str:
+    """The sentence before the passes' table: that the record holds every one-node
+    program of today's gpu.json, or which ones were added since and compiled here only."""
+    if not newer(data):
+        return "The card compiled every one-node GPU program the site holds today"
+    return (
+        "The programs added to the site since then were compiled here only "
+        f"({newer_text(data)})"
     )
 
 
@@ -309,6 +321,8 @@ def fill(markdown: str) -> str:
             return record()["machine"]["name"]
         if what == "newer":
             return newer_text()
+        if what == "newer said":
+            return newer_said()
         if what == "nodes said":
             return stage_said("8 nodes")
         if what == "remat table":

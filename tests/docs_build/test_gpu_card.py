@@ -226,5 +226,12 @@ def test_programs_added_after_the_card_are_named_as_compiled_here_only():
         del data["found"][stage]["ZeRO-1 step"]
     assert card.newer(data) == ["ZeRO-1 step"]
     assert card.newer_text(data) == "1: “ZeRO-1 step”"
+    assert card.newer_said(data) == (
+        "The programs added to the site since then were compiled here only "
+        "(1: “ZeRO-1 step”)"
+    )
+    assert card.newer_said() == (
+        "The card compiled every one-node GPU program the site holds today"
+    )
     page = (ROOT / "docs/training/scaling.md").read_text()
-    assert "compiled here only (<!-- gpu-card: newer -->)" in page
+    assert "moved.\n<!-- gpu-card: newer said -->:\n" in page
