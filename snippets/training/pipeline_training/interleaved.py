@@ -64,6 +64,11 @@ def chunk_needs(job: tuple, device: int, num_devices: int, num_chunks: int):
     return (op, m, source // num_devices), source % num_devices
 
 
+def name(job: tuple) -> str:
+    """F3c1: the forward of microbatch 3 through chunk 1."""
+    return f"{job[0]}{job[1]}c{job[2]}"
+
+
 # --8<-- [end:needs]
 
 
@@ -144,11 +149,6 @@ def check_interleaved(table: dict, num_devices, num_chunks, num_microbatches) ->
                         )
 
 
-def name(job: tuple) -> str:
-    """F3c1: the forward of microbatch 3 through chunk 1."""
-    return f"{job[0]}{job[1]}c{job[2]}"
-
-
 # --8<-- [end:check-interleaved]
 
 
@@ -197,13 +197,12 @@ def measure(num_devices: int, num_chunks: int, num_microbatches: int) -> dict:
 
 def show_interleaved() -> dict:
     # --8<-- [start:show-interleaved]
-    table = make_interleaved(4, 2, 8)
-    check_interleaved(table, 4, 2, 8)
+    interleaved_table = make_interleaved(4, 2, 8)
     for device in range(4):
-        jobs = [table[t, d] for t, d in sorted(table) if d == device]
+        jobs = [job for (t, d), job in sorted(interleaved_table.items()) if d == device]
         print(f"device {device}:", " ".join(name(job) for job in jobs[:12]), "...")
     # --8<-- [end:show-interleaved]
-    return table
+    return interleaved_table
 
 
 def show_costs() -> None:
