@@ -251,6 +251,22 @@ def test_what_the_prose_says_of_xlas_collective_matmul():
     assert "shows no program of it" not in text
 
 
+def test_across_nodes_the_card_kept_the_all_gather():
+    """overlap.md: compiled on the lent H100 as 8 nodes of one GPU each, XLA collective
+    matmul kept its one all-gather (the card's record, results/gpu_card.json)."""
+    from docs_build.compiled import card
+
+    found = card.record()["found"]["8 nodes"]["XLA collective matmul"]
+    assert [(c["kind"], c["group_size"]) for c in found["collectives"]] == [
+        ("all-gather", 8)
+    ]
+    one_node = card.record()["found"]["file spec"]["XLA collective matmul"]
+    assert {c["kind"] for c in one_node["collectives"]} == {"collective-permute"}
+    text = said()
+    assert "That is on one node of 8: compiled on a lent H100 for 8 nodes of" in text
+    assert "the same option left the one all-gather in place" in text
+
+
 def test_the_claims_fail_when_the_h100_program_flips():
     """The check can fail: a record with its permutes waiting for nothing (as the
     hand-written ring's H100 program does), its gather back, or (v5e) its blocks going
