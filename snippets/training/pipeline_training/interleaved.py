@@ -21,10 +21,7 @@ from snippets.training.pipeline_training.schedule import run_orders, stage_order
 
 # --8<-- [start:order]
 def interleaved_order(num_devices: int, num_chunks: int, num_microbatches: int, device):
-    """The jobs ("F" or "B", microbatch, chunk) one device runs, in Megatron-LM's order
-    (forward_backward_pipelining_with_interleaving in
-    megatron/core/pipeline_parallel/schedules.py): chunks in turn by groups of S
-    microbatches, a warm-up of forwards, then one forward and one backward alternating."""
+    """One device's jobs, ("F" or "B", microbatch, chunk), in Megatron-LM's order."""
     check_interleaved_counts(num_devices, num_chunks, num_microbatches)
     S, v, M = num_devices, num_chunks, num_microbatches
     if v == 1:  # one chunk each: Megatron runs plain 1F1B
@@ -64,11 +61,6 @@ def chunk_needs(job: tuple, device: int, num_devices: int, num_chunks: int):
     return (op, m, source // num_devices), source % num_devices
 
 
-def name(job: tuple) -> str:
-    """F3c1: the forward of microbatch 3 through chunk 1."""
-    return f"{job[0]}{job[1]}c{job[2]}"
-
-
 # --8<-- [end:needs]
 
 
@@ -103,11 +95,9 @@ def check_interleaved_counts(num_devices, num_chunks, num_microbatches) -> None:
             )
     if num_chunks > 1 and num_microbatches % num_devices:
         raise ValueError(
-            f"the interleaved order runs microbatches in groups of {num_devices} (one "
-            f"per device): {num_microbatches} microbatches is not a multiple of "
-            f"{num_devices}; use {num_microbatches // num_devices * num_devices or ''}"
-            f"{' or ' if num_microbatches > num_devices else ''}"
-            f"{-(-num_microbatches // num_devices) * num_devices}."
+            f"the interleaved order runs microbatches in groups of {num_devices}: "
+            f"{num_microbatches} is not a multiple of {num_devices}; use "
+            f"{-(-num_microbatches // num_devices) * num_devices}, say."
         )
 
 
@@ -147,6 +137,11 @@ def check_interleaved(table: dict, num_devices, num_chunks, num_microbatches) ->
                             f"device {needed[1]}, is only done at step {at[needed]}: "
                             "run it later."
                         )
+
+
+def name(job: tuple) -> str:
+    """F3c1: the forward of microbatch 3 through chunk 1."""
+    return f"{job[0]}{job[1]}c{job[2]}"
 
 
 # --8<-- [end:check-interleaved]
@@ -198,15 +193,14 @@ def measure(num_devices: int, num_chunks: int, num_microbatches: int) -> dict:
 def show_interleaved() -> dict:
     # --8<-- [start:show-interleaved]
     interleaved_table = make_interleaved(4, 2, 8)
-    for device in range(4):
-        jobs = [job for (t, d), job in sorted(interleaved_table.items()) if d == device]
-        print(f"device {device}:", " ".join(name(job) for job in jobs[:12]), "...")
     # --8<-- [end:show-interleaved]
     return interleaved_table
 
 
 def show_costs() -> None:
     # --8<-- [start:show-costs]
+    from snippets.training.pipeline_training.interleaved import measure
+
     print("v  chunk-slots  full steps  idle  (S-1)/(vM+S-1)  held per device   hops/mb")
     for v in (1, 2, 4):
         r = measure(4, v, 8)
@@ -220,6 +214,8 @@ def show_costs() -> None:
 
 def bad_interleaved() -> None:
     # --8<-- [start:bad-interleaved]
+    from snippets.training.pipeline_training.interleaved import check_interleaved
+
     table = make_interleaved(4, 2, 8)
     first = min(t for t, d in table if d == 1)  # device 1 starts F0c0 one step early
     table[first - 1, 1] = table.pop((first, 1))
