@@ -501,12 +501,14 @@ def test_search_finds_each_text_once_and_stays_small(built_site):
     to 252 KB: 275 KB kept room for one more round of sections. That round (four new pages:
     mixed precision, remat, pipeline training, overlap; two exercises; UNCONSTRAINED,
     unreduced and committed arrays; the home page's path) took it to 285 KB on 27 November:
-    300 KB, again one round of room, not another copy."""
+    300 KB, again one round of room, not another copy. The expert-parallel page's
+    follow-on (data and FSDP beside the experts, issue 31) took it from 299.3 to 302.0 KB
+    the same day: 305 KB."""
     import gzip
     import json
 
     index = built_site / "search" / "search_index.json"
-    assert len(gzip.compress(index.read_bytes())) <= 300_000
+    assert len(gzip.compress(index.read_bytes())) <= 305_000
     entries = json.loads(index.read_text(encoding="utf-8"))["docs"]
     assert not [e for e in entries if e["location"].startswith("notebooks/")]
     seen: dict[str, str] = {}

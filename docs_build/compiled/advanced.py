@@ -24,7 +24,7 @@ from jax.sharding import AxisType, NamedSharding
 
 from docs_build.compiled import steps as training
 from docs_build.compiled.steps import Step
-from snippets.advanced.expert_parallel import balance, dispatch, dropless
+from snippets.advanced.expert_parallel import balance, dispatch, dropless, hybrid
 from snippets.advanced.expert_parallel.layer import SPECS as MOE_SPECS
 from snippets.advanced.inference import layouts, sequence
 from snippets.advanced.manual_control import collective_matmul
@@ -226,6 +226,36 @@ def _balance(gradient: bool) -> Callable[[Sequence], Step]:
             compile=lambda: program.lower(x, router).compile(),
             mesh=mesh,
             source="snippets.advanced.expert_parallel.balance.balance_loss",
+        )
+
+    return build
+
+
+def _moe_step(fsdp: bool) -> Callable[[Sequence], Step]:
+    """The expert-parallel page's `sgd_step` of `hybrid_layer`, at the MoE layer's sizes,
+    on its ("data", "expert") mesh of 2 x (devices / 2): as many experts as devices, two
+    per "expert" device, copied over "data" or, with fsdp, split over it as well."""
+
+    def build(devices: Sequence) -> Step:
+        n = len(devices)
+        mesh = jax.make_mesh(
+            (2, n // 2),
+            ("data", "expert"),
+            axis_types=(AxisType.Explicit,) * 2,
+            devices=devices,
+        )
+        specs = hybrid.hybrid_specs(fsdp)
+        x = _shaped(mesh, (MOE_TOKENS_PER_DEVICE * n, D_MODEL), hybrid.TOKENS)
+        params = {
+            "router": _shaped(mesh, (D_MODEL, n), specs["router"]),
+            "w_in": _shaped(mesh, (n, D_MODEL, HIDDEN), specs["w_in"]),
+            "w_out": _shaped(mesh, (n, HIDDEN, D_MODEL), specs["w_out"]),
+        }
+        program = hybrid.sgd_step(hybrid.hybrid_layer(mesh, MOE_FACTOR, fsdp))
+        return Step(
+            compile=lambda: program.lower(params, x, x).compile(),
+            mesh=mesh,
+            source="snippets.advanced.expert_parallel.hybrid.sgd_step",
         )
 
     return build
@@ -482,6 +512,8 @@ PROGRAMS: dict[str, Callable[[Sequence], Step]] = {
     "MoE ragged dispatch": ragged_dispatch,
     "MoE balance loss": _balance(gradient=False),
     "MoE balance loss gradient": _balance(gradient=True),
+    "MoE step, data x expert": _moe_step(fsdp=False),
+    "MoE step, FSDP x expert": _moe_step(fsdp=True),
     "ZeRO-1 step": _zero(1),
     "ZeRO-2 step": _zero(2),
     "decode, cache by batch": _decode("batch"),

@@ -269,6 +269,7 @@ INPUTS = (
     "snippets/advanced/expert_parallel/capacity.py",
     "snippets/advanced/expert_parallel/dispatch.py",
     "snippets/advanced/expert_parallel/dropless.py",
+    "snippets/advanced/expert_parallel/hybrid.py",
     "snippets/advanced/expert_parallel/layer.py",
     "snippets/advanced/inference/layouts.py",
     "snippets/advanced/inference/decode.py",

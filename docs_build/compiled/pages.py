@@ -21,6 +21,10 @@ A page writes a marker where generated evidence goes:
 - `<!-- tpu-ragged -->`: the expert-parallel page's ragged dispatch (`ragged_to_experts`) on
   each 8-device target: its collectives, what its ragged all-to-all can send and the buffer
   that receives it, or the backend's refusal where it has no code for the op.
+- `<!-- tpu-expert-groups -->`: the expert-parallel FSDP page's training step on its ("data",
+  "expert") mesh, experts copied over "data" and split over it (FSDP), on each 8-device
+  target: each kind of collective with its group size, dtype and bytes sent, and the
+  arguments per device.
 - `<!-- tpu-work: NAME | NAME -->`: the same programs' floating-point operations per device,
   with their collectives and bytes sent.
 - `<!-- tpu-memory: NAME | NAME -->`: the same programs' memory per device: the state by the
@@ -735,6 +739,64 @@ def balance_table(data: dict | None = None) -> str:
     return _boxed(lines, caption, how)
 
 
+EXPERT_GROUPS_TABLE = "<!-- tpu-expert-groups -->"
+EXPERT_STEPS = {
+    "MoE step, data x expert": "data x expert",
+    "MoE step, FSDP x expert": "FSDP x expert",
+}
+
+
+def expert_groups(p: dict) -> list[tuple[str, int, str, int, float]]:
+    """(kind, group size, dtypes, count, bytes sent) for each kind and group size, in the
+    order the program first runs them."""
+    found: dict[tuple[str, int], list[dict]] = {}
+    for c in p["collectives"]:
+        found.setdefault((c["kind"], c["group_size"]), []).append(c)
+    return [
+        (
+            kind,
+            size,
+            "/".join(sorted({c["dtype"] for c in cs})),
+            len(cs),
+            sum(c["wire_bytes"] for c in cs),
+        )
+        for (kind, size), cs in found.items()
+    ]
+
+
+def expert_groups_table(data: dict | None = None) -> str:
+    """Per target and step: each kind of collective by group size, and what it sends."""
+    data = data or results()
+    lines = [
+        "| target | step | collectives: count, kind, group size, dtype, sent | "
+        "sent per device | arguments per device |",
+        "|---|---|---|---|---|",
+    ]
+    for target in data["advanced"]["targets"]:
+        for name, label in EXPERT_STEPS.items():
+            p = advanced_program(target, name, data)
+            each = "<br>".join(
+                f"{n} {kind} \u00d7{size}, {dtype}, {_size(sent)}"
+                for kind, size, dtype, n, sent in expert_groups(p)
+            )
+            lines.append(
+                f"| {target} | {label} | {each} | {_size(wire_mib(p) * MIB)} | "
+                f"{p['memory']['argument_bytes'] / MIB:,.1f} MiB |"
+            )
+    caption = (
+        "One SGD step of the MoE layer on a 2 x 4 (data, expert) mesh, per device and per "
+        "call: each kind of collective by the size of its groups (\u00d74: within a row of "
+        '"expert" devices, \u00d72: across "data", \u00d78: all), the bytes it '
+        f"sends by the ring model, and the arguments, {_compiled(data)}."
+    )
+    how = (
+        "The program: this page's `sgd_step` of `hybrid_layer`, on the target's 8 devices "
+        "as a (2, 4) mesh. Sizes: the MoE layer's (docs_build/compiled/advanced.py), 8 "
+        f'experts, two per "expert" device. Arguments: memory_analysis(). {_where(data)}'
+    )
+    return _boxed(lines, caption, how)
+
+
 def work_table(names: str, data: dict | None = None) -> str:
     """Floating-point operations per device, and what the program sends to do them."""
     data = data or results()
@@ -1401,6 +1463,8 @@ def fill(markdown: str) -> str:
         markdown = markdown.replace(BALANCE_TABLE, balance_table())
     if RAGGED_TABLE in markdown:
         markdown = markdown.replace(RAGGED_TABLE, ragged_table())
+    if EXPERT_GROUPS_TABLE in markdown:
+        markdown = markdown.replace(EXPERT_GROUPS_TABLE, expert_groups_table())
     markdown = WORK_TABLE.sub(lambda m: work_table(m.group(1)), markdown)
     markdown = MEMORY_TABLE.sub(lambda m: memory_table(m.group(1)), markdown)
     markdown = HYBRID_TABLES.sub(lambda m: hybrid_table(family=m.group(1)), markdown)

@@ -767,3 +767,141 @@ def test_zero_2_compiles_to_zero_1s_collectives_and_the_plans_differ_by_backend(
     assert "On v5e and on the H100 node the compiler reduce-scatters" in said
     assert "On v5p, as on the CPU, it keeps the full all-reduce" in said
     assert "1.5 times data parallelism's bytes" in said
+
+
+# ---------------------------------------------------------------- experts beside data and FSDP
+
+EXPERT_STEPS = ("MoE step, data x expert", "MoE step, FSDP x expert")
+CLAIMS = ("groups", "tpu_dtypes", "cpu_gpu_f32", "h100_split", "arguments")
+
+
+def expert_step_claims(programs: dict) -> dict[str, bool]:
+    """Each sentence the expert-parallel FSDP page says of its (data, expert) steps, against
+    the compiled records: True where the records bear it out."""
+    claims = dict.fromkeys(CLAIMS, True)
+    router_and_loss = (advanced.D_MODEL * 8 + 1) * 4  # f32[1024,8] and f32[]
+    for target in ADVANCED_TARGETS:
+        dp, fsdp = (programs[target, name] for name in EXPERT_STEPS)
+        for p in (dp, fsdp):
+            for c in p["collectives"]:
+                over = c["replica_groups"].rsplit(" ", 1)[-1]
+                claims["groups"] &= {
+                    "all-to-all": c["group_size"] == 4 and over == "{'expert'}",
+                    "all-reduce": (c["group_size"], over) in ((2, "{'data'}"),)
+                    or (c["group_size"] == 8 and c["result_bytes"] == router_and_loss),
+                }.get(c["kind"], c["group_size"] == 2 and over == "{'data'}")
+            eights = [c for c in p["collectives"] if c["group_size"] == 8]
+            claims["groups"] &= len(eights) == 1
+            kinds_dtypes = {(c["kind"], c["dtype"]) for c in p["collectives"]}
+            if target in TPU_TARGETS:
+                moved = {
+                    d for k, d in kinds_dtypes if k in ("all-to-all", "all-gather")
+                }
+                summed = {
+                    d for k, d in kinds_dtypes if k in ("all-reduce", "reduce-scatter")
+                }
+                claims["tpu_dtypes"] &= moved == {"bf16"} and summed == {"f32"}
+            else:
+                claims["cpu_gpu_f32"] &= {d for _, d in kinds_dtypes} == {"f32"}
+        if target in TPU_TARGETS:
+            claims["tpu_dtypes"] &= pages.wire_mib(fsdp) < pages.wire_mib(dp)
+        else:
+            claims["cpu_gpu_f32"] &= pages.wire_mib(fsdp) == pages.wire_mib(dp)
+        data_sums = [
+            c
+            for c in dp["collectives"]
+            if c["kind"] == "all-reduce" and c["group_size"] == 2
+        ]
+        claims["h100_split"] &= len(data_sums) == (2 if target in GPU_TARGETS else 1)
+        claims["arguments"] &= [
+            round(p["memory"]["argument_bytes"] / pages.MIB) for p in (dp, fsdp)
+        ] == [72, 40]
+    return claims
+
+
+def test_the_expert_steps_on_a_data_by_expert_mesh_hold_what_the_page_says():
+    text = (ROOT / "docs" / "advanced" / "expert-parallel-fsdp.md").read_text()
+    assert "<!-- tpu-expert-groups -->" in text
+    filled = pages.expert_groups_table()
+    assert all(f"| {t} |" in filled for t in ADVANCED_TARGETS)
+    assert "\u00d74" in filled and "\u00d72" in filled
+    for target in ADVANCED_TARGETS:
+        for name in EXPERT_STEPS:
+            assert PROGRAMS[target, name]["mesh"] == {"data": 2, "expert": 4}
+    # "1024 tokens per device of 1024 features, hidden 4096, eight experts, two per
+    # "expert" device": C = 1024 / 8 slots; each piece of the all-to-all two experts' slots
+    assert (advanced.MOE_TOKENS_PER_DEVICE, advanced.D_MODEL, advanced.HIDDEN) == (
+        1024,
+        1024,
+        4096,
+    )
+    cpu = PROGRAMS["cpu", EXPERT_STEPS[0]]["collectives"]
+    assert cpu[0]["kind"] == "all-to-all"
+    assert cpu[0]["shapes"] == ["f32[2,128,1024]"] * 4
+    assert expert_step_claims(PROGRAMS) == dict.fromkeys(CLAIMS, True)
+    said = page("expert-parallel-fsdp.md")
+    for sentence in (
+        "(1024 tokens per device of 1024 features, hidden 4096, eight experts, two per "
+        '`"expert"` device)',
+        "on every target the all-to-alls stay within a row of four, every sum, gather "
+        'and reduce-scatter of the experts\' weights runs between the two `"data"` '
+        "copies, and only the router's gradient and the loss span all eight",
+        "On both TPUs the all-to-alls and the FSDP gathers travel in bfloat16",
+        "while the gradient sums stay float32, so FSDP sends fewer bytes there than "
+        "data x expert",
+        "On the CPU and the H100s every collective carries float32, and the two steps "
+        "send the same bytes",
+        "The H100 program sums the two weights' gradients in two all-reduces, where the "
+        "CPU's and the TPUs' combine them into one",
+        "On every target FSDP cuts the arguments per device, tokens included, from 72 "
+        "to 40 MiB",
+    ):
+        assert sentence in said, sentence
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "flip", "claim"),
+    [
+        # an all-to-all that spanned the whole mesh
+        ("cpu", EXPERT_STEPS[0], lambda c: c["kind"] == "all-to-all", "groups"),
+        # a TPU gather in float32
+        (
+            "v5p:2x2x2",
+            EXPERT_STEPS[1],
+            lambda c: c["kind"] == "all-gather",
+            "tpu_dtypes",
+        ),
+        # an H100 all-to-all in bfloat16
+        (
+            "h100:1x8",
+            EXPERT_STEPS[0],
+            lambda c: c["kind"] == "all-to-all",
+            "cpu_gpu_f32",
+        ),
+    ],
+)
+def test_the_expert_step_claims_fail_when_the_records_flip(target, name, flip, claim):
+    import copy
+
+    programs = copy.deepcopy(PROGRAMS)
+    for c in programs[target, name]["collectives"]:
+        if flip(c):
+            if claim == "groups":
+                c["group_size"], c["replica_groups"] = 8, "{'data','expert'}"
+            else:
+                c["dtype"] = {"bf16": "f32", "f32": "bf16"}[c["dtype"]]
+    assert not expert_step_claims(programs)[claim]
+
+
+def test_the_h100_and_argument_claims_fail_when_the_records_flip():
+    import copy
+
+    programs = copy.deepcopy(PROGRAMS)
+    dp = programs["h100:1x8", EXPERT_STEPS[0]]
+    dp["collectives"] = [
+        c for c in dp["collectives"] if c["shapes"] != ["f32[2,4096,1024]"]
+    ]  # as if the H100 combined its two sums into one
+    fsdp = programs["v5e:2x4", EXPERT_STEPS[1]]
+    fsdp["memory"] = {**fsdp["memory"], "argument_bytes": 72 * pages.MIB}
+    claims = expert_step_claims(programs)
+    assert not claims["h100_split"] and not claims["arguments"]
