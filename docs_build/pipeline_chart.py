@@ -2,7 +2,9 @@
 
 `<!-- draw: pipeline_chart(table, num_stages, "title") -->` after a block draws `table`, a
 `{(step, stage): ("F" or "B", microbatch)}` dict as snippets/training/pipeline_training builds
-and runs it: one lane per stage (device), one column per step, a box per job. Forward boxes
+and runs it: one lane per stage (device), one column per step, a box per job. A job may carry
+a third number, the chunk of an interleaved schedule, `("F", 3, 1)`: its box reads F3c1 and
+the lanes are devices. Forward boxes
 are filled with the device's colour (the collectives page's colours) and labelled in white;
 backward boxes are white cards outlined and labelled in that colour, so both read in the light
 and the dark scheme (every device colour keeps 4.5:1 on white). An empty slot is the bubble.
@@ -29,9 +31,20 @@ def _check(table: dict, num_stages: int) -> int:
             raise ValueError(
                 f"step {step}, stage {stage} is outside a chart of {num_stages} stages."
             )
-        if len(job) != 2 or job[0] not in ("F", "B"):
-            raise ValueError(f"a job is ('F' or 'B', microbatch); got {job!r}.")
+        if len(job) not in (2, 3) or job[0] not in ("F", "B"):
+            raise ValueError(
+                f"a job is ('F' or 'B', microbatch[, chunk]); got {job!r}."
+            )
     return max(step for step, _ in table) + 1
+
+
+def _label(job: tuple) -> str:
+    """F3, or F3c1 for microbatch 3 through chunk 1."""
+    return f"{job[0]}{job[1]}" + (f"c{job[2]}" if len(job) == 3 else "")
+
+
+def _lane(table: dict) -> str:
+    return "device" if any(len(job) == 3 for job in table.values()) else "stage"
 
 
 def describe(table: dict, num_stages: int, title: str) -> str:
@@ -40,7 +53,7 @@ def describe(table: dict, num_stages: int, title: str) -> str:
     idle = steps * num_stages - len(table)
     lines = [
         title,
-        f"{num_stages} stages across, {steps} steps; {idle} of "
+        f"{num_stages} {_lane(table)}s across, {steps} steps; {idle} of "
         f"{steps * num_stages} slots idle",
     ]
     for stage in range(num_stages):
@@ -53,48 +66,62 @@ def describe(table: dict, num_stages: int, title: str) -> str:
             if gap:
                 words.append(f"(idle {gap})")
                 gap = 0
-            words.append(f"{job[0]}{job[1]}")
+            words.append(_label(job))
         if gap:
             words.append(f"(idle {gap})")
-        lines.append(f"stage {stage}: " + " ".join(words))
+        lines.append(f"{_lane(table)} {stage}: " + " ".join(words))
     return "\n".join(lines)
 
 
 def draw(table: dict, num_stages: int, title: str) -> tuple[str, str]:
     """The chart as inline SVG, and its text for screen readers and the snapshot."""
     steps = _check(table, num_stages)
+    lane = _lane(table)
+    cell = CELL if lane == "stage" else CELL + 8  # room for F3c1
     bottom = TOP + num_stages * (LANE + GAP)
     parts = []
     for step in range(0, steps, 2):
-        x = LEFT + step * CELL + CELL / 2
+        x = LEFT + step * cell + cell / 2
         parts.append(f'<text x="{x}" y="{TOP - 5}" text-anchor="middle">{step}</text>')
     for stage in range(num_stages):
         y = TOP + stage * (LANE + GAP)
         parts.append(
             f'<text x="{LEFT - 6}" y="{y + LANE / 2 + 4}" text-anchor="end">'
-            f"stage {stage}</text>"
-            f'<line x1="{LEFT}" x2="{LEFT + steps * CELL}" y1="{y + LANE / 2}" '
+            f"{lane} {stage}</text>"
+            f'<line x1="{LEFT}" x2="{LEFT + steps * cell}" y1="{y + LANE / 2}" '
             f'y2="{y + LANE / 2}" stroke="currentColor" stroke-opacity="0.25" '
             'stroke-dasharray="2 3"/>'
         )
-    for (step, stage), (op, m) in sorted(table.items()):
+    boxes = []
+    for (step, stage), job in sorted(table.items()):
+        op, m = job[:2]
         colour = DEVICE_COLOURS[stage % len(DEVICE_COLOURS)]
-        x, y = LEFT + step * CELL + 1, TOP + stage * (LANE + GAP)
+        x, y = LEFT + step * cell + 1, TOP + stage * (LANE + GAP)
         fill, ink = (colour, "#ffffff") if op == "F" else (CARD_PAPER, colour)
         name = "forward" if op == "F" else "backward"
-        parts.append(
-            f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{LANE}" rx="2" '
-            f'fill="{fill}" stroke="{colour}" stroke-width="2">'
-            f"<title>step {step}, stage {stage}: {name} of microbatch {m}</title></rect>"
-            f'<text x="{x + (CELL - 2) / 2}" y="{y + LANE / 2 + 4}" '
-            f'text-anchor="middle" fill="{ink}">{op}{m}</text>'
+        # A chunk chart has v times the boxes: its tooltips are left out, to keep the
+        # page light; the text (the SVG's <desc>) still lists every job.
+        tip = (
+            f"<title>step {step}, stage {stage}: {name} of microbatch {m}</title>"
+            if lane == "stage"
+            else ""
         )
+        boxes.append(
+            f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{LANE}" rx="2" '
+            f'fill="{fill}" stroke="{colour}">{tip}</rect>'
+            f'<text x="{x + (cell - 2) / 2:g}" y="{y + LANE / 2 + 4:g}" '
+            f'fill="{ink}">{_label(job)}</text>'
+        )
+    # the boxes' shared attributes, once
+    parts.append(f'<g stroke-width="2" text-anchor="middle">{"".join(boxes)}</g>')
     legend_y = bottom + 14
     parts.append(
         f'<text x="{LEFT}" y="{legend_y}">step across; F: forward (filled), '
-        "B: backward (outlined), empty: idle</text>"
+        "B: backward (outlined), empty: idle"
+        + ("; F3c1: microbatch 3 through chunk 1" if lane == "device" else "")
+        + "</text>"
     )
-    width, height = LEFT + steps * CELL + 8, legend_y + 6
+    width, height = LEFT + steps * cell + 8, legend_y + 6
     text = describe(table, num_stages, title)
     ident = "pc-" + hashlib.sha1(text.encode()).hexdigest()[:8]
     desc = " ".join(text.splitlines()[1:])

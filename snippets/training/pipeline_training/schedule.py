@@ -33,30 +33,51 @@ def stage_order(kind: str, num_stages: int, num_microbatches: int, stage: int):
 
 # --8<-- [start:make-schedule]
 def make_schedule(kind: str, num_stages: int, num_microbatches: int) -> dict:
-    """{(step, stage): ("F" or "B", microbatch)}: each stage runs its order, each op
+    """{(step, stage): ("F" or "B", microbatch)}: each stage runs its order, each job
     as soon as what it needs arrived (F from the stage before, B from the stage after)."""
     check_counts(num_stages, num_microbatches)
-    todo = [
+    orders = [
         stage_order(kind, num_stages, num_microbatches, s) for s in range(num_stages)
     ]
-    done, table, step = {}, {}, 0  # done: (kind, microbatch, stage) -> step
+    return run_orders(orders, lambda job, stage: stage_needs(job, stage, num_stages))
+
+
+def stage_needs(job: tuple, stage: int, num_stages: int):
+    """The (job, stage) whose output `job` takes as input; None for a first forward."""
+    op, m = job
+    if op == "F":
+        return (("F", m), stage - 1) if stage > 0 else None
+    # the last stage starts the backward pass from its own forward result
+    return (("B", m), stage + 1) if stage < num_stages - 1 else (("F", m), stage)
+
+
+def run_orders(orders: list, needs) -> dict:
+    """{(step, device): job}: each device runs its order; a job runs at the first step
+    after the job it needs, `needs(job, device)`, is done."""
+    todo = [list(order) for order in orders]
+    done, table, step = {}, {}, 0  # done: (job, device) -> step
     while any(todo):
-        for stage in range(num_stages):
-            if todo[stage] and ready(*todo[stage][0], stage, num_stages, done, step):
-                table[step, stage] = todo[stage].pop(0)
-        for (_, stage), (op, m) in [i for i in table.items() if i[0][0] == step]:
-            done[op, m, stage] = step
+        ready = [
+            d
+            for d, jobs in enumerate(todo)
+            if jobs and arrived(needs(jobs[0], d), done, step)
+        ]
+        if not ready:
+            d = next(d for d, jobs in enumerate(todo) if jobs)
+            raise ValueError(
+                f"device {d} waits forever for the input of {todo[d][0]}: "
+                "its order runs a job before the one it needs."
+            )
+        for d in ready:
+            table[step, d] = todo[d].pop(0)
+            done[table[step, d], d] = step
         step += 1
     return table
 
 
-def ready(op: str, m: int, stage: int, num_stages: int, done: dict, step: int) -> bool:
-    """Whether the input of `op` on microbatch m at `stage` exists before `step`."""
-    if op == "F":
-        needs = ("F", m, stage - 1) if stage > 0 else None
-    else:  # the last stage starts the backward pass from its own forward result
-        needs = ("B", m, stage + 1) if stage < num_stages - 1 else ("F", m, stage)
-    return needs is None or done.get(needs, step) < step
+def arrived(needed, done: dict, step: int) -> bool:
+    """Whether the needed (job, device), if any, was done before `step`."""
+    return needed is None or done.get(needed, step) < step
 
 
 # --8<-- [end:make-schedule]
