@@ -503,12 +503,14 @@ def test_search_finds_each_text_once_and_stays_small(built_site):
     unreduced and committed arrays; the home page's path) took it to 285 KB on 27 November:
     300 KB, again one round of room, not another copy. The expert-parallel page's
     follow-on (data and FSDP beside the experts, issue 31) took it from 299.3 to 302.0 KB
-    the same day: 305 KB."""
+    the same day, and the interleaved pipeline schedule (searchable: a reader who types
+    "interleaved" must find it) to 304.4 KB: 310 KB. A section is never left out of search
+    to meet this budget; boilerplate and generated tables are."""
     import gzip
     import json
 
     index = built_site / "search" / "search_index.json"
-    assert len(gzip.compress(index.read_bytes())) <= 305_000
+    assert len(gzip.compress(index.read_bytes())) <= 310_000
     entries = json.loads(index.read_text(encoding="utf-8"))["docs"]
     assert not [e for e in entries if e["location"].startswith("notebooks/")]
     seen: dict[str, str] = {}
