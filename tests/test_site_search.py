@@ -47,6 +47,18 @@ def test_searching_for_an_out_of_memory_error_finds_its_page(index, query):
     assert "guides/out-of-memory/" in pages_found(index, query)
 
 
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [
+        ("interleaved", "training/pipeline-training/"),
+        ("ragged_all_to_all", "advanced/expert-parallel/"),
+        ("num_pipeline_repeats", "training/pipeline-training/"),
+    ],
+)
+def test_a_topic_finds_the_page_that_teaches_it(index, query, page):
+    assert page in pages_found(index, query)
+
+
 def test_the_model_splits_code_where_a_reader_reads_names(index):
     """The separator, as the model applies it, on the code shapes the pages show."""
     tiny = {

@@ -184,15 +184,27 @@ def test_bad_counts_are_refused(args, message):
 
 
 def test_check_interleaved_says_what_is_wrong(capsys):
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs/training/pipeline-training.md"
+    said = " ".join(page.read_text().split())
+    assert "(eight microbatches, not six, for four devices)" in said
     il.bad_interleaved()
     assert capsys.readouterr().out.splitlines() == [
         "ValueError: the interleaved order runs microbatches in groups of 4: 6 is not a "
         "multiple of 4; use 8, say.",
         "ValueError: an interleaved schedule needs a whole number of chunks per device, "
         "at least 1; got 0.",
-        "ValueError: device 1 runs F0c0 at step 0, but its input, F0c0 on device 0, is "
-        "only done at step 0: run it later.",
     ]
+    table = il.make_interleaved(4, 2, 8)
+    first = min(t for t, d in table if d == 1)  # device 1 starts F0c0 one step early
+    table[first - 1, 1] = table.pop((first, 1))
+    with pytest.raises(
+        ValueError,
+        match=r"device 1 runs F0c0 at step 0, but its input, F0c0 on device 0, is "
+        r"only done at step 0: run it later\.",
+    ):
+        il.check_interleaved(table, 4, 2, 8)
     good = il.make_interleaved(2, 2, 2)
     missing = dict(good)
     del missing[max(missing)]
