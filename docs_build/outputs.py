@@ -72,7 +72,18 @@ LAUNCHED = re.compile(r"snippets(?:\.[A-Za-z_]\w*)+")
 # What this tooling itself is made of: a change to any of these re-runs every page.
 # Environment variables that set up devices: a page's run never inherits them.
 PRESETS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
-TOOLING = ("outputs.py", "render.py", "timeline.py", "figures.py", "devices.py")
+# The build's own code that shapes a page's outputs and figures: an edit to any of it makes
+# the cached outputs stale (render.py draws with the others; roofline.py reads costmodel.py).
+TOOLING = (
+    "outputs.py",
+    "render.py",
+    "timeline.py",
+    "figures.py",
+    "devices.py",
+    "pipeline_chart.py",
+    "roofline.py",
+    "costmodel.py",
+)
 
 
 # The file names of a page's blocks (Block.filename), as tracebacks print them.

@@ -92,25 +92,36 @@ def draw(table: dict, num_stages: int, title: str) -> tuple[str, str]:
             f'y2="{y + LANE / 2}" stroke="currentColor" stroke-opacity="0.25" '
             'stroke-dasharray="2 3"/>'
         )
-    boxes = []
+    # Boxes and labels grouped by stage and pass, so that their colours are written once
+    # per group rather than once per box (a chunk chart has v times the boxes).
+    rects: dict[tuple, list[str]] = {}
+    labels: dict[tuple, list[str]] = {}
     for (step, stage), job in sorted(table.items()):
         op, m = job[:2]
-        colour = DEVICE_COLOURS[stage % len(DEVICE_COLOURS)]
         x, y = LEFT + step * cell + 1, TOP + stage * (LANE + GAP)
-        fill, ink = (colour, "#ffffff") if op == "F" else (CARD_PAPER, colour)
         name = "forward" if op == "F" else "backward"
-        # A chunk chart has v times the boxes: its tooltips are left out, to keep the
-        # page light; the text (the SVG's <desc>) still lists every job.
+        # A chunk chart's tooltips are left out, to keep the page light; the text (the
+        # SVG's <desc>) still lists every job.
         tip = (
             f"<title>step {step}, stage {stage}: {name} of microbatch {m}</title>"
             if lane == "stage"
             else ""
         )
+        box = f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{LANE}" rx="2"'
+        rects.setdefault((stage, op), []).append(
+            f"{box}>{tip}</rect>" if tip else f"{box}/>"
+        )
+        labels.setdefault((stage, op), []).append(
+            f'<text x="{x + (cell - 2) / 2:g}" y="{y + LANE / 2 + 4:g}">'
+            f"{_label(job)}</text>"
+        )
+    boxes = []
+    for stage, op in sorted(rects):
+        colour = DEVICE_COLOURS[stage % len(DEVICE_COLOURS)]
+        fill, ink = (colour, "#ffffff") if op == "F" else (CARD_PAPER, colour)
         boxes.append(
-            f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{LANE}" rx="2" '
-            f'fill="{fill}" stroke="{colour}">{tip}</rect>'
-            f'<text x="{x + (cell - 2) / 2:g}" y="{y + LANE / 2 + 4:g}" '
-            f'fill="{ink}">{_label(job)}</text>'
+            f'<g fill="{fill}" stroke="{colour}">{"".join(rects[stage, op])}</g>'
+            f'<g fill="{ink}">{"".join(labels[stage, op])}</g>'
         )
     # the boxes' shared attributes, once
     parts.append(f'<g stroke-width="2" text-anchor="middle">{"".join(boxes)}</g>')

@@ -132,6 +132,29 @@ def test_cache_key_follows_the_python_and_every_pinned_package(tmp_path, monkeyp
     assert outputs.cache_key(blocks) != key
 
 
+def test_every_module_the_figures_are_drawn_with_is_part_of_the_key():
+    """A `<!-- draw: ... -->` figure is cached with the page's outputs: render.py draws it,
+    so render.py and every docs_build module it reaches (at any depth) are in TOOLING, and
+    editing one (a chart's layout, a published peak) draws the figures again."""
+    import re
+    from pathlib import Path
+
+    here = Path(outputs.__file__).resolve().parent
+    todo, seen = ["render.py"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        text = (here / name).read_text()
+        found = re.findall(r"from docs_build import (\w+)", text)
+        found += re.findall(r"from docs_build\.(\w+) import", text)
+        todo += [f"{m}.py" for m in found if (here / f"{m}.py").is_file()]
+    assert {"pipeline_chart.py", "roofline.py", "costmodel.py"} <= seen
+    missing = sorted(seen - set(outputs.TOOLING))
+    assert not missing, f"add {missing} to outputs.TOOLING"
+
+
 def test_a_module_the_page_launches_is_part_of_its_key(tmp_path, monkeypatch):
     """`python -m snippets.x` in a subprocess: editing that module re-runs the page."""
     (tmp_path / "snippets" / "tool").mkdir(parents=True)
