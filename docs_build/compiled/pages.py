@@ -768,7 +768,7 @@ def expert_groups_table(data: dict | None = None) -> str:
     """Per target and step: each kind of collective by group size, and what it sends."""
     data = data or results()
     lines = [
-        "| target | step | collectives: count, kind, group size, dtype, sent | "
+        "| target | step | collectives: count, kind, groups, dtype, sent | "
         "sent per device | arguments per device |",
         "|---|---|---|---|---|",
     ]
@@ -776,7 +776,7 @@ def expert_groups_table(data: dict | None = None) -> str:
         for name, label in EXPERT_STEPS.items():
             p = advanced_program(target, name, data)
             each = "<br>".join(
-                f"{n} {kind} \u00d7{size}, {dtype}, {_size(sent)}"
+                f"{n} {kind} in groups of {size}, {dtype}, {_size(sent)}"
                 for kind, size, dtype, n, sent in expert_groups(p)
             )
             lines.append(
@@ -785,8 +785,8 @@ def expert_groups_table(data: dict | None = None) -> str:
             )
     caption = (
         "One SGD step of the MoE layer on a 2 x 4 (data, expert) mesh, per device and per "
-        "call: each kind of collective by the size of its groups (\u00d74: within a row of "
-        '"expert" devices, \u00d72: across "data", \u00d78: all), the bytes it '
+        "call: each kind of collective by the size of its groups (4: within a row of "
+        '"expert" devices, 2: across "data", 8: all), the bytes it '
         f"sends by the ring model, and the arguments, {_compiled(data)}."
     )
     how = (
