@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from functools import cache
 
 from docs_build import costmodel as cm
@@ -101,9 +102,7 @@ def newer(data: dict | None = None) -> list[str]:
 
 def _count_kinds(row: dict) -> str:
     """`8 collective-permute`, `1 all-gather`: a program's collectives, by kind."""
-    counts: dict[str, int] = {}
-    for c in row["collectives"]:
-        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
+    counts = Counter(c["kind"] for c in row["collectives"])
     return " and ".join(f"{n} {kind}" for kind, n in counts.items()) or "none"
 
 

@@ -482,12 +482,6 @@ def advanced_program(target: str, name: str, data: dict | None = None) -> dict:
     )
 
 
-def _kinds(p: dict) -> str:
-    """`7 collective-permute, bf16, async`: each kind, and how it runs; where its
-    collectives run both ways, how many each (`_kinds_forms`: `7 async + 1 sync`)."""
-    return _kinds_forms(p)
-
-
 def _runs(s: dict) -> str:
     """How often a summary's collectives run, beside their count: times 2 when each runs
     twice (a loop), ` (9 runs)` when they do not run equally often (some in a loop, some
@@ -564,8 +558,9 @@ def any_program(target: str, name: str, data: dict | None = None) -> dict:
         return advanced_program(target, name, data)
 
 
-def _kinds_forms(p: dict) -> str:
-    """As `_kinds`, but counting how each runs: `4 all-gather, f32, 1 async + 3 sync`."""
+def _kinds(p: dict) -> str:
+    """`7 collective-permute, bf16, async`: each kind, its dtypes and how it runs; where
+    its collectives run both ways, how many each: `4 all-gather, f32, 1 async + 3 sync`."""
     parts = []
     for kind, s in p["summary"].items():
         mine = [c for c in p["collectives"] if c["kind"] == kind]
@@ -602,7 +597,7 @@ def zero_table(data: dict | None = None) -> str:
             p = any_program(target, name, data)
             lines.append(
                 f"| {target} | {ZERO_LABELS.get(name, name.removesuffix(' step'))} | "
-                f"{_kinds_forms(p)} | "
+                f"{_kinds(p)} | "
                 f"{_size(wire_mib(p) * MIB)} | "
                 f"{p['memory']['argument_bytes'] / MIB:,.1f} MiB |"
             )
@@ -640,7 +635,7 @@ def ulysses_table(data: dict | None = None) -> str:
         uly = advanced_program(target, "Ulysses attention", data)
         heads = uly["extra"]["heads"]
         lines.append(
-            f"| {target} | {_kinds_forms(ring_p)} | {_kinds_forms(uly)} | "
+            f"| {target} | {_kinds(ring_p)} | {_kinds(uly)} | "
             f"{_size(wire_mib(ring_p) * MIB)} / {_size(wire_mib(uly) * MIB / heads)} |"
         )
     caption = (
