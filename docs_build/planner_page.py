@@ -424,21 +424,14 @@ def temporaries_note(backend: str) -> str:
         return "unchecked on TPU"
     target = TARGET_NAMES[tc.CHECKED[backend]]
     said = f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
-    if backend == "gpu" and (beyond := tc.beyond_the_node(tc.grid())):
-        gaps = [g for g, _ in beyond]
-        counts = " and ".join(
-            str(n) for n in sorted({devices_of(e) for _, e in beyond})
-        )
-        said += (
-            f" on one node of 8, not on {counts} GPUs (the larger size's programs there: "
-            f"{size_gap(min(gaps))} to {size_gap(max(gaps))})"
-        )
+    counts = sorted(
+        {devices_of(e) for e in tc.checked_entries(tc.grid())}
+        if backend == "gpu"
+        else ()
+    )
+    if len(counts) > 1:
+        said += f" on {', '.join(map(str, counts[:-1]))} and {counts[-1]} GPUs"
     return said
-
-
-def size_gap(gap: float) -> str:
-    """A formula's gap in words: `4% under`, `39% over`."""
-    return f"{abs(gap):.0%} {'over' if gap > 0 else 'under'}"
 
 
 # The TPU program transformer_cost.UNCHECKED names: its temporaries are fewer bytes than

@@ -508,7 +508,7 @@
       inLayer -= embedding;
       if (model.remat) {
         inLayer += (model.gated ? 3n : 2n) * BF16 * T * mlp - layer.mlp;
-        inLayer += (BOOL + F32) * scores;
+        inLayer += BOOL * scores;  // the mask's bool (transformer_cost.temp_phases)
       }
     }
     return loss > inLayer ? loss : inLayer;
