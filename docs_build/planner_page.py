@@ -90,6 +90,7 @@ MARKERS = {
     "grid": "<!-- planner: grid -->",
     "remat": "<!-- planner: remat -->",
     "unmodelled": "<!-- planner: unmodelled -->",
+    "examples compiled": "<!-- planner: examples compiled -->",
 }
 
 
@@ -1015,7 +1016,7 @@ def program_html(case: dict) -> str:
 def own_figures() -> tuple[tuple[dict, dict, bool], ...]:
     """Each grid entry with its figures under the plan read from the program itself
     (planner.against_compiled), computed once, and whether the model describes it: its
-    wire bytes within the tolerance. On 64 v5p and 256 v5e chips two programs are not:
+    wire bytes within the tolerance. On 64 v5p and 256 v5e chips three programs are not:
     libtpu moves FSDP weights (all of them, or the attention output's) with all-reduces
     instead of gathering them, which no plan the model reads describes."""
     data = compiled()
@@ -1049,11 +1050,89 @@ def unmodelled_text() -> str:
     """The unmodelled programs in words: each with its target, mesh and gap."""
     parts = [
         f"{target_label(e['target'])} on {mesh_text([*e['mesh'], 1])} "
-        f"(the formula {1 - figures['wire'][0] / figures['wire'][1]:.1%} short of its bytes)"
+        f"({e['config']}: the formula {1 - figures['wire'][0] / figures['wire'][1]:.1%} "
+        "short of its bytes)"
         for e, figures, modelled in own_figures()
         if not modelled
     ]
     return ", and ".join(parts) if parts else "none"
+
+
+def example_program(case: dict) -> tuple[dict, dict]:
+    """An example's first-ranked row and the grid entry that compiled its program at full
+    size (planner_grid.EXAMPLE_MESHES): the same size, batch and mesh, on the example's
+    chip. KeyError when the grid has none (the page's first example has none)."""
+    row = program_row(case)
+    fields = {k: case[k] for k in SIZE_FIELDS}
+    for target, config in grid.EXAMPLE_MESHES:
+        stored = compiled()["configs"][config]
+        if target.split(":")[0] != case["chip"] or size_of(stored) != fields:
+            continue
+        for e in compiled()["entries"]:
+            if (e["target"], e["config"]) == (target, config) and [
+                *e["mesh"],
+                1,
+            ] == row["mesh"]:
+                return row, e
+    raise KeyError((case["chip"], case["preset"], tuple(row["mesh"])))
+
+
+def examples_compiled() -> list[dict]:
+    """For each example whose first-ranked program the grid compiled at full size: its
+    row's figures beside the program's (state against the argument bytes, wire bytes
+    against the collectives', temporaries against the temp bytes), and whether each is
+    within its tolerance (planner.TOLERANCE; transformer_cost.TOLERANCE for the
+    temporaries of a checked backend, None where unchecked)."""
+    found = []
+    for case in examples():
+        try:
+            row, entry = example_program(case)
+        except KeyError:
+            continue
+        backend = chip_facts(case["chip"])["backend"]
+        memory = entry["memory"]
+        wire = sum(s["wire_bytes"] for s in entry["summary"].values())
+        figures = {
+            "state": (row["state"], memory["argument_bytes"], pl.TOLERANCE),
+            "wire": (row["wire"], wire, pl.TOLERANCE),
+            "temporaries": (
+                row["temporaries"],
+                memory["temp_bytes"],
+                tc.TOLERANCE.get(backend),
+            ),
+        }
+        found.append({"case": case, "row": row, "entry": entry, "figures": figures})
+    return found
+
+
+def _gap_words(ours: float, theirs: float) -> str:
+    gap = ours / theirs - 1
+    if abs(gap) < 0.0005:
+        return "the same"
+    return f"{abs(gap):.1%} {'over' if gap > 0 else 'under'}"
+
+
+def examples_compiled_text() -> str:
+    """examples_compiled in the page's words."""
+    parts = []
+    for found in examples_compiled():
+        case, row, entry = found["case"], found["row"], found["entry"]
+        said = []
+        for name, (ours, theirs, tolerance) in found["figures"].items():
+            words = f"{name} {size_text(ours)} against {size_text(theirs)} ({_gap_words(ours, theirs)}"
+            if tolerance is None:
+                words += ", unchecked on TPU)"
+            elif abs(ours / theirs - 1) <= tolerance:
+                words += f", within {tolerance:.0%})"
+            else:
+                words += f", outside {tolerance:.0%})"
+            said.append(words)
+        parts.append(
+            f"{row['layout']} on {mesh_text(row['mesh'])}, "
+            f"{chip_facts(case['chip'])['label']}, compiled for {entry['target']}: "
+            + ", ".join(said)
+        )
+    return "; ".join(parts)
 
 
 def size_words(config: dict) -> str:
@@ -1209,6 +1288,7 @@ def fill(markdown: str) -> str:
         "grid": grid_table(),
         "remat": remat_note(),
         "unmodelled": unmodelled_text(),
+        "examples compiled": examples_compiled_text(),
     }
     for name, marker in MARKERS.items():
         markdown = markdown.replace(marker, values[name])
