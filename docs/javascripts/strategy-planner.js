@@ -386,9 +386,11 @@
       return (F32 - plan.gather) * size[name];
     }));
     var headWidth = plan.head_gather === null ? plan.gather : plan.head_gather;
-    var gathers = layers * ring("all-gather", f, plan.gather * matrices + F32 * 2 * d) +
-      remat * layers * ring("all-gather", f, regathered + F32 * 2 * d) +
-      ring("all-gather", f, exact(lookup * F32 * v * d) / t +
+    // planner.Plan.gather_all_reduce: the weights all-reduced whole over fsdp
+    var gather = plan.gather_all_reduce ? "all-reduce" : "all-gather";
+    var gathers = layers * ring(gather, f, plan.gather * matrices + F32 * 2 * d) +
+      remat * layers * ring(gather, f, regathered + F32 * 2 * d) +
+      ring(gather, f, exact(lookup * F32 * v * d) / t +
         exact(head * headWidth * d * v) / t + F32 * d);
     // planner.Plan.scattered: the plan's list, or every matrix the model has
     var scattered = (plan.scatter === null ? model.matrices : plan.scatter).slice();
