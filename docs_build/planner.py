@@ -438,9 +438,10 @@ class Plan:
     # For a tied head: whether its gradient is summed apart from the embedding's (CPU,
     # TPU), or added to it first (XLA's GPU compiler).
     head_apart: bool = True
-    # Whether FSDP's weights travel as all-reduces of the whole weight over fsdp instead
-    # of all-gathers: twice a gather's bytes on a ring (libtpu on a 64-chip v5p slice).
-    gather_all_reduce: bool = False
+    # The fsdp axis sizes on which FSDP's weights travel as all-reduces of the whole
+    # weight instead of all-gathers: twice a gather's bytes on a ring (libtpu on the
+    # fsdp axis of 64 chips of a v5p slice).
+    all_reduced_fsdp: tuple[int, ...] = ()
 
     def __post_init__(self):
         widths = {"head_gather": (None, BF16, F32)}  # None: the gather width
@@ -507,8 +508,12 @@ class Plan:
             out.append(f"the head gathered in {width[self.head_gather]}")
         if not self.head_apart:
             out.append("a tied head's gradient added to the embedding's before the sum")
-        if self.gather_all_reduce:
-            out.append("FSDP's weights all-reduced whole over fsdp, not gathered")
+        if self.all_reduced_fsdp:
+            sizes = " or ".join(map(str, self.all_reduced_fsdp))
+            out.append(
+                f"FSDP's weights all-reduced whole over an fsdp axis of {sizes}, not "
+                "gathered"
+            )
         if self.block_sum != TEXTBOOK.block_sum:
             out.append(
                 f"each block's attention output summed in {width[self.block_sum]}, not "
@@ -779,7 +784,7 @@ def _mesh_terms(
         (F32 - plan.gather) * size[m] for m in plan.regather
     )
     head_width = plan.gather if plan.head_gather is None else plan.head_gather
-    gather = "all-reduce" if plan.gather_all_reduce else "all-gather"
+    gather = "all-reduce" if f in plan.all_reduced_fsdp else "all-gather"
     gathers = (
         layers * _ring(gather, f, plan.gather * weights + F32 * 2 * d)
         + remat * layers * _ring(gather, f, regathered + F32 * 2 * d)
@@ -1012,7 +1017,7 @@ def plan_of(entry: dict, model: Model) -> Plan:
         block_sum=block_sum,
         head_apart=head_apart,
         # FSDP without a gather: the weights came by all-reduces over fsdp
-        gather_all_reduce=f > 1 and not gathers,
+        all_reduced_fsdp=(f,) if f > 1 and not gathers else (),
     )
 
 

@@ -386,8 +386,8 @@
       return (F32 - plan.gather) * size[name];
     }));
     var headWidth = plan.head_gather === null ? plan.gather : plan.head_gather;
-    // planner.Plan.gather_all_reduce: the weights all-reduced whole over fsdp
-    var gather = plan.gather_all_reduce ? "all-reduce" : "all-gather";
+    // planner.Plan.all_reduced_fsdp: the weights all-reduced whole over fsdp of that size
+    var gather = plan.all_reduced_fsdp.indexOf(f) >= 0 ? "all-reduce" : "all-gather";
     var gathers = layers * ring(gather, f, plan.gather * matrices + F32 * 2 * d) +
       remat * layers * ring(gather, f, regathered + F32 * 2 * d) +
       ring(gather, f, exact(lookup * F32 * v * d) / t +

@@ -137,7 +137,7 @@ def test_state_formula_gives_the_compiled_arguments(key):
 
 # The programs whose plan the model cannot read (planner_page.unmodelled): libtpu moves
 # the attention output's FSDP weights with all-reduces on 256 v5e chips, and gathers the
-# others. (On 64 v5p chips it all-reduces every one: Plan.gather_all_reduce, below.)
+# others. (On 64 v5p chips it all-reduces every one: Plan.all_reduced_fsdp, below.)
 LARGE_SIZE = next(iter(grid.LARGE_CONFIGS))
 UNMODELLED = {("v5e:16x16", LARGE_SIZE, (1, 256, 1))}
 ALL_REDUCED = {
@@ -154,7 +154,7 @@ def test_fsdp_weights_all_reduced_whole_are_read_and_priced():
     found = {
         key
         for key, e in ENTRIES.items()
-        if pl.plan_of(e, pl.model_of(GRID, key[1])).gather_all_reduce
+        if pl.plan_of(e, pl.model_of(GRID, key[1])).all_reduced_fsdp
     }
     assert found == ALL_REDUCED
     for key in ALL_REDUCED:
@@ -174,7 +174,8 @@ def test_fsdp_weights_all_reduced_whole_are_read_and_priced():
         assert pl.wire_bytes(model, layout, plan) == pytest.approx(
             compiled, rel=pl.TOLERANCE
         )
-        gathering = dataclasses.replace(plan, gather_all_reduce=False)
+        assert plan.all_reduced_fsdp == (64,)
+        gathering = dataclasses.replace(plan, all_reduced_fsdp=())
         assert pl.wire_bytes(model, layout, gathering) < compiled * (1 - pl.TOLERANCE)
 
 
@@ -384,7 +385,9 @@ def test_the_larger_programs_depart_from_the_textbook_plan_exactly_here(key):
     if chip in ("v5e", "v5p"):
         expected = tpu_large_departures(a, f, t)
         if key in ALL_REDUCED:
-            expected.add("FSDP's weights all-reduced whole over fsdp, not gathered")
+            expected.add(
+                "FSDP's weights all-reduced whole over an fsdp axis of 64, not gathered"
+            )
         assert found == expected
         return
     assert chip in LARGE_DEPARTURES, (
