@@ -1131,26 +1131,29 @@ def _gap_words(ours: float, theirs: float) -> str:
 
 
 def examples_compiled_text() -> str:
-    """examples_compiled in the page's words."""
-    parts = []
+    """examples_compiled as the page's table: a row per figure of each compiled program."""
+    lines = [
+        "| Program | Figure | Planner | Compiled | Gap |",
+        "|---|---|---:|---:|---|",
+    ]
     for found in examples_compiled():
-        case, row, entry = found["case"], found["row"], found["entry"]
-        said = []
-        for name, (ours, theirs, tolerance) in found["figures"].items():
-            words = f"{name} {size_text(ours)} against {size_text(theirs)} ({_gap_words(ours, theirs)}"
-            if tolerance is None:
-                words += ", unchecked on TPU)"
-            elif abs(ours / theirs - 1) <= tolerance:
-                words += f", within {tolerance:.0%})"
-            else:
-                words += f", outside {tolerance:.0%})"
-            said.append(words)
-        parts.append(
-            f"{row['layout']} on {mesh_text(row['mesh'])}, "
-            f"{chip_facts(case['chip'])['label']}, compiled for {entry['target']}: "
-            + ", ".join(said)
+        row, entry = found["row"], found["entry"]
+        program = (
+            f"{row['layout']}, {mesh_text(row['mesh'])}, "
+            f"{chip_facts(found['case']['chip'])['label']} ({entry['target']})"
         )
-    return "; ".join(parts)
+        for name, (ours, theirs, tolerance) in found["figures"].items():
+            gap = _gap_words(ours, theirs)
+            if tolerance is None:
+                gap += ", unchecked on TPU"
+            elif abs(ours / theirs - 1) <= tolerance:
+                gap += f", within {tolerance:.0%}"
+            else:
+                gap += f", outside {tolerance:.0%}"
+            lines.append(
+                f"| {program} | {name} | {size_text(ours)} | {size_text(theirs)} | {gap} |"
+            )
+    return "\n".join(lines)
 
 
 def size_words(config: dict) -> str:
