@@ -251,9 +251,11 @@ def tables(found: Sequence[Row], page: str) -> str:
         for row in found:
             if row.type != kind:
                 continue
+            # each link a target of at least 24 px (WCAG 2.5.8; extra.css), stacked
             links = " <br> ".join(
                 f"[{link_text(p)}]"
                 f"({posixpath.relpath(p.page, here)}#{p.heading.anchor})"
+                "{ .index-link }"
                 for p in row.sections()
             )
             # A pipe inside inline code does not end the cell (Python-Markdown's tables).

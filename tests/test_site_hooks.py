@@ -577,7 +577,9 @@ def error_index(built_site) -> list[tuple[str, str, list[tuple[Path, str]]]]:
         ):
             links = [
                 ((index.parent / href / "index.html").resolve(), anchor)
-                for href, anchor in re.findall(r'<a href="([^"#]*)#([^"]+)"', where)
+                for href, anchor in re.findall(
+                    r'<a [^>]*?href="([^"#]*)#([^"]+)"', where
+                )
             ]
             rows.append((kind, unescape(re.sub(r"</?code>", "", message)), links))
     assert len(rows) >= 40, "the index lost its rows"

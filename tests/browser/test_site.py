@@ -291,6 +291,23 @@ AXE_OPTIONS = {
 }
 
 
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_error_index_links_are_targets_of_24_px(
+    browser, base_url, axe_script, width
+):
+    """Its table cells stack several links, one per line: axe's target-size rule (WCAG
+    2.5.8, which Lighthouse runs) finds each at least 24 px or spaced from the next."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page, _ = visit(context, base_url + "guides/error-index/", wait="load")
+    page.add_script_tag(path=str(axe_script))
+    options = {"runOnly": {"type": "rule", "values": ["target-size"]}}
+    found = page.evaluate(AXE_RUN, options)
+    stacked = page.locator("td a.index-link + br + a.index-link").count()
+    context.close()
+    assert stacked > 10
+    assert found == []
+
+
 def test_the_schemes_differ_only_in_colours():
     """The premise of the dark scheme's shorter axe run: a rule scoped to a scheme sets
     custom properties (colours) and nothing that could hide, show or move an element."""

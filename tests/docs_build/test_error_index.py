@@ -259,8 +259,8 @@ def test_a_row_links_each_section_once_relative_to_the_index_page():
         "| Message (its first line, as printed) | Shown and fixed in |",
         "|---|---|",
         "| ``Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed`` | "
-        "[A \u203a `x`: first](../basics/a.md#first) <br> "
-        "[Error gallery](errors.md#error-gallery) |",
+        "[A \u203a `x`: first](../basics/a.md#first){ .index-link } <br> "
+        "[Error gallery](errors.md#error-gallery){ .index-link } |",
     ]
 
 
