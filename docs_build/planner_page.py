@@ -443,13 +443,16 @@ def temporaries_note(backend: str) -> str:
         return "unchecked on TPU"
     target = TARGET_NAMES[tc.CHECKED[backend]]
     said = f"checked on {target} within {tc.TOLERANCE[backend]:.0%}"
-    counts = sorted(
-        {devices_of(e) for e in tc.checked_entries(tc.grid())}
-        if backend == "gpu"
-        else ()
-    )
-    if len(counts) > 1:
-        said += f" on {', '.join(map(str, counts[:-1]))} and {counts[-1]} GPUs"
+    if backend == "gpu":  # the device counts of the programs it was held to
+        *counts, last = sorted(
+            {
+                devices_of(e)
+                for e in tc.checked_entries(tc.grid())
+                if tc.backend_of(e["target"]) == backend
+            }
+        )
+        if counts:
+            said += f" on {', '.join(map(str, counts))} and {last} GPUs"
     return said
 
 
@@ -1034,9 +1037,10 @@ def program_html(case: dict) -> str:
 def own_figures() -> tuple[tuple[dict, dict, bool], ...]:
     """Each grid entry with its figures under the plan read from the program itself
     (planner.against_compiled), computed once, and whether the model describes it: its
-    wire bytes within the tolerance. On 64 v5p and 256 v5e chips three programs are not:
-    libtpu moves FSDP weights (all of them, or the attention output's) with all-reduces
-    instead of gathering them, which no plan the model reads describes."""
+    wire bytes within the tolerance. On 256 v5e chips one program is not: libtpu moves
+    the attention output's FSDP weights with all-reduces and gathers the others, which
+    no plan the model reads describes (a program that all-reduces every FSDP weight, as
+    on 64 v5p chips, is Plan.all_reduced_fsdp's)."""
     data = compiled()
     found = []
     for entry in data["entries"]:
@@ -1087,10 +1091,8 @@ def example_program(case: dict) -> tuple[dict, dict]:
         if target.split(":")[0] != case["chip"] or size_of(stored) != fields:
             continue
         for e in compiled()["entries"]:
-            if (e["target"], e["config"]) == (target, config) and [
-                *e["mesh"],
-                1,
-            ] == row["mesh"]:
+            key = (e["target"], e["config"], [*e["mesh"], 1])  # one pipeline stage
+            if key == (target, config, row["mesh"]):
                 return row, e
     raise KeyError((case["chip"], case["preset"], tuple(row["mesh"])))
 

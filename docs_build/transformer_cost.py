@@ -13,8 +13,9 @@ adds, per device and per layout of a (data, fsdp, tensor) mesh:
 - `temp_bytes`: the compiled program's temporaries at their peak, by phase: the activations
   above plus the buffers the compiler keeps beside them (gradient accumulators, the
   embedding's gradient, the head's bfloat16 copy). Held to `memory.temp_bytes` of the CPU and
-  H100 entries (8, 16 and 64 GPUs) of docs_build/planner_grid.json within `TOLERANCE` (per backend), except
-  the entries `EXCLUDED` names with their reason. TPU: unchecked (`UNCHECKED`).
+  H100 entries (8, 16 and 64 GPUs) of docs_build/planner_grid.json within `TOLERANCE` (per
+  backend), except the entries `EXCLUDED` names with their reason. TPU: unchecked
+  (`UNCHECKED`).
 - `step_flops`: the step's FLOPs (forward and backward products with attention's QK^T and
   AV, remat's recomputation, the head, AdamW); `counted_flops`: the same as XLA's
   `cost_analysis()` counts them, a scan's body once (held to the compiled rows of
