@@ -59,13 +59,13 @@ BACKENDS = (*CHECKED, *UNCHECKED)
 # 8.5% on CPU, 17.9% on the H100, over its 8, 16 and 64 GPUs).
 TOLERANCE = {"cpu": 0.10, "gpu": 0.20}
 # Entries of the grid not held to TOLERANCE, by (backend, config), with why.
+# (The H100 node does not compile "tiny": planner_grid.SKIPPED.)
 EXCLUDED = {
-    (backend, "tiny"): (
+    ("cpu", "tiny"): (
         "the smallest config (temporaries of 9 to 17 MiB) is mostly small buffers and the "
         "gaps the compiler's heap leaves between them, which no term models: on CPU, mesh "
         "(8, 1, 1), the most temporaries live at once is 12.7 MB of the 17.5 MB allocated"
     )
-    for backend in CHECKED
 }
 # How far counted_flops may be from a compiled program's cost_analysis() flops (CPU and
 # TPU rows of the page's step; measured 0.45% to 0.57% below: the elementwise work it

@@ -82,10 +82,23 @@ def test_the_prose_describes_the_grid_as_it_is():
     assert [t.split(":")[0] for t in others] == ["v5e", "v5p", "h100"]
     assert "h100:1x8" in EIGHT
     assert (
-        "for the CPU backend, for two TPU targets (v5e and v5p) and for one node of eight "
-        "H100 GPUs; v5p skips the size without remat" in text
+        "for the CPU backend; for two TPU targets (v5e and v5p) the transformer page's "
+        "size, and on v5e the Llama-style one too; for one node of eight H100 GPUs every "
+        "size but the smallest." in text
     )
-    assert {("v5p:2x2x2", "wide, no remat")} == grid.SKIPPED
+    sizes = {t: list(grid.configs_of(t)) for t in EIGHT}
+    assert sizes["cpu"] == list(grid.CONFIGS)
+    assert sizes["v5p:2x2x2"] == [planner_page.PLAN_CONFIG]
+    assert sizes["v5e:2x4"] == [LLAMA_STYLE, planner_page.PLAN_CONFIG]
+    assert sizes["h100:1x8"] == [c for c in grid.CONFIGS if c != "tiny"]
+    assert {
+        ("v5e:2x4", "tiny"),
+        ("v5e:2x4", "wide, no remat"),
+        ("v5p:2x2x2", "tiny"),
+        ("v5p:2x2x2", "wide, no remat"),
+        ("v5p:2x2x2", "gqa, gated, tied"),
+        ("h100:1x8", "tiny"),
+    } == grid.SKIPPED
     assert grid.CONFIGS["wide, no remat"][0]["remat"] is False
     # beyond eight devices: one size, seven layouts, on the targets the prose names
     assert len(grid.LARGE_CONFIGS) == 1
@@ -111,7 +124,7 @@ def test_the_prose_describes_the_grid_as_it_is():
     assert pl.CHECKED_OPTIMIZERS == ("adamw",) and pl.CHECKED_PARAM_BYTES == (pl.F32,)
     assert "AdamW on float32 weights (all the grid compiled)" in text
     # the plans offered were read at the page's size: the v5e plan misses the FSDP
-    # programs of the three other sizes, the H100 plan four of the Llama-style size's
+    # program of the other size it compiles, the H100 plan four of the Llama-style size's
     names = FORM_ALL
     unheld = [
         p
@@ -119,7 +132,7 @@ def test_the_prose_describes_the_grid_as_it_is():
         if not p[-1] and names[p[0]] in grid.CONFIGS
     ]
     assert {(names[p[0]], tuple(p[1:4]), p[4]) for p in unheld} == MISSED
-    assert len(unheld) == 15 and "the FSDP programs of the three other sizes" in text
+    assert len(unheld) == 10 and "the FSDP program of the Llama-style size" in text
     assert (
         "the H100 plan misses four of the five other layouts of the Llama-style size"
         in text
@@ -127,7 +140,7 @@ def test_the_prose_describes_the_grid_as_it_is():
     assert "Both miss the 3-D program, (2, 2, 2), of every size" in " ".join(
         text.split()
     )
-    assert "one of the four sizes on eight devices, or the larger size" in text
+    assert "one of that chip's sizes on eight devices, or the larger size" in text
     # the two-axis layouts with FSDP are listed but not compiled; the 3-D (2, 2, 2) is
     # listed and compiled
     listed = {lay.mesh for lay in pl.layouts(grid.DEVICES, stages=False)}
@@ -748,7 +761,7 @@ def test_a_row_names_the_compiled_point_nearest_it():
         "the 2 compiled sizes to 128 devices",
         ("v5e:2x4", 128): "extrapolated from the 256-device TPU v5e:16x16 programs of "
         "the one compiled size to 128 devices",
-        ("v5e:2x4", 16): "extrapolated from the 8-device TPU v5e:2x4 programs of the 4 "
+        ("v5e:2x4", 16): "extrapolated from the 8-device TPU v5e:2x4 programs of the 2 "
         "compiled sizes to 16 devices, a size not compiled",
         (
             "h100:1x8",
@@ -786,15 +799,23 @@ LLAMA_STYLE = "gqa, gated, tied"
 # gradients, and H100's of the Llama-style size but its tensor-parallel one (its tied
 # head's gradient is summed with the embedding's, it gathers two of three MLP matrices
 # again in float32).
-MISSED = (
-    {(c, (1, 8, 1), "v5e:2x4") for c in FORM_CONFIGS if c != planner_page.PLAN_CONFIG}
-    | {
-        (LLAMA_STYLE, m, "h100:1x8")
-        for m in ((8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2))
-    }
-    # the 3-D mesh, on v5e and the H100, at every size (the page's too)
-    | {(c, (2, 2, 2), t) for c in FORM_CONFIGS for t in ("v5e:2x4", "h100:1x8")}
-)
+MISSED = {
+    (c, m, t)
+    for c, m, t in (
+        {
+            (c, (1, 8, 1), "v5e:2x4")
+            for c in FORM_CONFIGS
+            if c != planner_page.PLAN_CONFIG
+        }
+        | {
+            (LLAMA_STYLE, m, "h100:1x8")
+            for m in ((8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2))
+        }
+        # the 3-D mesh, on v5e and the H100, at every size (the page's too)
+        | {(c, (2, 2, 2), t) for c in FORM_CONFIGS for t in ("v5e:2x4", "h100:1x8")}
+    )
+    if (t, c) not in grid.SKIPPED  # a size the target does not compile misses nothing
+}
 
 
 # Beyond 8 devices, the programs of the larger size whose figures their chip's plan (read
@@ -873,8 +894,10 @@ def test_the_llama_style_size_is_one_the_form_gives_and_its_rows_are_checked():
         for r in rows_of(grid_case(LLAMA_STYLE, target))
         if r.get("checked")
     }
-    # six meshes on four targets, but the five the H100 plan misses and (2, 2, 2) on v5e
-    assert len(checked) == 4 * 6 - 5 - 2
+    # six meshes on the three targets that compile it (v5p skips it: grid.SKIPPED), but
+    # the five the H100 plan misses and (2, 2, 2) and (1, 8, 1) on v5e
+    assert ("v5p:2x2x2", LLAMA_STYLE) in grid.SKIPPED
+    assert len(checked) == 3 * 6 - 5 - 2
     assert ("cpu", (8, 1, 1)) in checked and ("h100:1x8", (1, 1, 8)) in checked
     assert "options the form takes too" in filled()
 
@@ -992,12 +1015,12 @@ def test_a_row_is_checked_only_inside_what_the_grid_compiled():
             assert (case["optimizer"], case["param_bytes"]) == ("adamw", 4)
             label = planner_page.target_label(target)
             assert row["basis"] == f"checked against the compiled {label} program"
-    # four sizes on four targets (but the size v5p skips), six layouts, but the rows the
+    # four sizes on four targets (but the sizes each skips), six layouts, but the rows the
     # offered plans miss; the larger size's seven layouts on each of its four targets,
     # but those their chip's plan misses; and Llama-3-8B's first-ranked programs on 64
     # H100s and 64 v5p chips
-    assert len(grid.SKIPPED) == 1
-    assert checked == (4 * 4 - 1) * 6 - len(MISSED) + 4 * 7 - len(LARGE_MISSED) + 2
+    assert len(grid.SKIPPED) == 6
+    assert checked == (4 * 4 - 6) * 6 - len(MISSED) + 4 * 7 - len(LARGE_MISSED) + 2
 
 
 @pytest.mark.parametrize(
@@ -1019,10 +1042,10 @@ def test_a_row_outside_the_grid_says_what_it_is_extrapolated_to(change, outside)
     for row in rows:
         if row["mesh"][3] > 1 or not row["valid"]:
             continue
-        # v5p compiles three of the four sizes on 8 chips (grid.SKIPPED)
+        # v5p compiles one of the four sizes on 8 chips, the page's (grid.SKIPPED)
         assert row["basis"] == (
-            "extrapolated from the 8-device TPU v5p:2x2x2 programs of the 3 compiled "
-            f"sizes to {outside}"
+            "extrapolated from the 8-device TPU v5p:2x2x2 programs of the one compiled "
+            f"size to {outside}"
         )
 
 
