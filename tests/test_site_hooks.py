@@ -647,6 +647,17 @@ def test_search_finds_each_error_of_the_index_on_the_index_page(
         ], text
 
 
+def test_the_theme_reads_the_lazy_code_block_flag(built_site):
+    """mkdocs.yml asks for content.lazy, a flag of the theme's code-block component (not
+    in its documentation): the built bundle must still read it, or every code block mounts
+    at load again (a theme update that drops it fails here, not only in Lighthouse)."""
+    assert "\n    - content.lazy\n" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    (bundle,) = (built_site / "assets" / "javascripts").glob("bundle.*.min.js")
+    assert '"content.lazy"' in bundle.read_text(encoding="utf-8")
+    page = (built_site / "training" / "fsdp" / "index.html").read_text(encoding="utf-8")
+    assert '"content.lazy"' in page  # the page's copy of the features the bundle reads
+
+
 def test_every_page_stays_under_200_kb(built_site):
     """Heavy pages load slowly on a phone: every page, notebook pages included.
 

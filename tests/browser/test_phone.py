@@ -173,6 +173,20 @@ def test_per_device_tables_follow_the_scheme_and_scroll_to_their_end(
     page.close()
 
 
+# Scrolls each shown code block with a copy button (not an output: .no-copy) into view, until
+# the theme has mounted it (its button is there); the number of such blocks.
+SCROLL_TO_EVERY_BLOCK = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const blocks = [...document.querySelectorAll("pre > code")]
+    .filter(code => code.getClientRects().length && !code.closest(".no-copy"))
+    .map(code => code.parentElement);
+  for (const pre of blocks) {
+    pre.scrollIntoView({block: "center"});
+    for (let i = 0; i < 20 && !pre.querySelector("button.md-code__button"); i++) await frame();
+  }
+  return blocks.length;
+}"""
+
 COPY_OVER_CODE = """() => {
   const hits = [];
   for (const pre of document.querySelectorAll("pre")) {
@@ -210,6 +224,10 @@ def test_the_copy_button_covers_no_first_line_of_code(browser, base_url, width, 
     page, _ = visit(context, base_url + path, wait="load")
     # Folded setup blocks are opened: their code counts too.
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-    assert page.locator("button.md-code__button").count() > 2
+    # The theme gives a block its buttons when it first scrolls into view (mkdocs.yml's
+    # content.lazy): every block is scrolled to, and then each has its button.
+    shown = page.evaluate(SCROLL_TO_EVERY_BLOCK)
+    assert shown > 2
+    assert page.locator("pre:has(> code) button.md-code__button").count() == shown
     assert page.evaluate(COPY_OVER_CODE) == []
     context.close()

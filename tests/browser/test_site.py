@@ -180,6 +180,23 @@ def test_copy_button_puts_the_code_on_the_clipboard(context, base_url, path):
     assert 'jax.config.update("jax_num_cpu_devices", 8)' in copied
 
 
+def test_a_code_block_gets_its_copy_button_when_it_scrolls_into_view(context, base_url):
+    """The theme mounts a code block (its copy button, annotations and keyboard focus) when
+    it first comes into view, not every block at load (mkdocs.yml's content.lazy): the last
+    block of a long page has no button until it is scrolled to, and then it copies."""
+    page, _ = visit(context, base_url + "training/fsdp/")
+    last = page.locator("div.highlight:not(.no-copy):visible").last
+    button = last.locator("button.md-code__button[data-md-type='copy']")
+    assert button.count() == 0
+    assert page.locator("button.md-code__button").count() >= 1  # the first screen's
+    last.scroll_into_view_if_needed()
+    button.wait_for(state="attached", timeout=5_000)
+    last.hover()
+    button.click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.strip() == last.locator("pre code").inner_text().strip()
+
+
 def relative_luminance(css_colour: str) -> float:
     r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
     r, g, b = (
