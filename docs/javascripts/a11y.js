@@ -4,49 +4,72 @@
 // only code, for the expand toggles of sections with an index page and for the button bar of
 // each code block; keyboard access and a name for whatever scrolls sideways (tables, code and
 // output blocks). Markers and button bars are created after load, so new ones are named as
-// they appear, and a resized window checks again what scrolls.
+// they appear, and a box that changes size is checked again for whether it scrolls.
 let codeBars = 0;
 const SCROLL_REGIONS = ".md-typeset__scrollwrap, .md-typeset .per-device-table, .md-typeset .sharding-diagram";
+const CODES = ".md-typeset pre > code";
+// A box wider than the page scrolls sideways (a table in its wrapper, a per-device table, a
+// diagram): reachable by keyboard too, as a named region.
+function nameRegion(wrap) {
+  if (wrap.hasAttribute("tabindex")) return;
+  wrap.setAttribute("tabindex", "0");
+  wrap.setAttribute("role", "region");
+  // Named after its caption, or else after the section it is in (the nearest heading before
+  // its top-level block), and numbered where a section holds several: landmarks need
+  // distinct names.
+  let block = wrap;
+  while (block.parentElement && !block.parentElement.classList.contains("md-content__inner")) {
+    block = block.parentElement;
+  }
+  let heading = block.previousElementSibling;
+  while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
+  const caption = wrap.querySelector("caption")?.firstChild?.textContent.trim();
+  const base = `Table: ${caption || heading?.textContent.replace("¶", "").trim() || document.title}`;
+  let name = base;
+  for (let n = 2; document.querySelector(`[role=region][aria-label="${CSS.escape(name)}"]`); n++) {
+    name = `${base} (${n})`;
+  }
+  wrap.setAttribute("aria-label", name);
+}
+// A code or output block with a line longer than the block scrolls too: focusable, and
+// named (as a group: a name needs a role, and a landmark per block would crowd the page's
+// list of regions). The theme makes such a block focusable only where the pointer can
+// hover, and takes the tabindex away again on a touch screen (a phone with a keyboard, or
+// a switch, could not scroll it): the mutation observer below puts it back.
+const scrollingCodes = new Set();
+function nameCode(code) {
+  if (code.getAttribute("tabindex") === "0") return;
+  code.setAttribute("tabindex", "0");
+  code.setAttribute("role", "group");
+  code.setAttribute("aria-label", code.closest(".output") ? "Output" : "Code");
+}
+// What scrolls is read where the browser has just laid the page out, in a ResizeObserver's
+// callback (at load, and whenever a box changes size: a narrower window, an opened fold),
+// so reading it lays nothing out again; a read in a script of its own, after the theme's
+// writes, laid the whole page out each time. Every size is read before anything is written.
+const sizes = new ResizeObserver((entries) => {
+  const wide = entries.map((entry) => entry.target)
+    .filter((el) => el.isConnected && el.scrollWidth > el.clientWidth);
+  for (const el of wide) {
+    if (el.matches(CODES)) {
+      scrollingCodes.add(el);
+      nameCode(el);
+    } else {
+      nameRegion(el);
+    }
+  }
+});
+const watched = new WeakSet();
+function watchBoxes() {
+  for (const el of document.querySelectorAll(`${SCROLL_REGIONS}, ${CODES}`)) {
+    if (watched.has(el)) continue;
+    watched.add(el);
+    sizes.observe(el);
+  }
+}
 function nameUnnamed() {
-  // Every size is read before anything is written: a read after a write makes the browser
-  // lay the page out again, once per block.
-  const scrolls = (el) => el.scrollWidth > el.clientWidth;
-  const regions = [...document.querySelectorAll(SCROLL_REGIONS)].filter(
-    (wrap) => !wrap.hasAttribute("tabindex") && scrolls(wrap));
-  const codes = [...document.querySelectorAll(".md-typeset pre > code:not([tabindex='0'])")]
-    .filter(scrolls);
-  // A box wider than the page scrolls sideways (a table in its wrapper, a per-device table, a
-  // diagram): reachable by keyboard too, as a named region.
-  for (const wrap of regions) {
-    wrap.setAttribute("tabindex", "0");
-    wrap.setAttribute("role", "region");
-    // Named after its caption, or else after the section it is in (the nearest heading before
-    // its top-level block), and numbered where a section holds several: landmarks need
-    // distinct names.
-    let block = wrap;
-    while (block.parentElement && !block.parentElement.classList.contains("md-content__inner")) {
-      block = block.parentElement;
-    }
-    let heading = block.previousElementSibling;
-    while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
-    const caption = wrap.querySelector("caption")?.firstChild?.textContent.trim();
-    const base = `Table: ${caption || heading?.textContent.replace("¶", "").trim() || document.title}`;
-    let name = base;
-    for (let n = 2; document.querySelector(`[role=region][aria-label="${CSS.escape(name)}"]`); n++) {
-      name = `${base} (${n})`;
-    }
-    wrap.setAttribute("aria-label", name);
-  }
-  // A code or output block with a line longer than the block scrolls too: focusable, and
-  // named (as a group: a name needs a role, and a landmark per block would crowd the page's
-  // list of regions). The theme makes such a block focusable only where the pointer can
-  // hover, and takes the tabindex away again on a touch screen (a phone with a keyboard, or
-  // a switch, could not scroll it): the observer below sees that and it is put back.
-  for (const code of codes) {
-    code.setAttribute("tabindex", "0");
-    code.setAttribute("role", "group");
-    code.setAttribute("aria-label", code.closest(".output") ? "Output" : "Code");
-  }
+  watchBoxes();
+  for (const code of scrollingCodes) nameCode(code);
   for (const link of document.querySelectorAll("a.md-nav__link[href^='#']:not([aria-label])")) {
     if (link.textContent.trim()) continue;
     const heading = document.getElementById(decodeURIComponent(link.hash.slice(1)));
@@ -89,11 +112,5 @@ new MutationObserver(() => {
   childList: true,
   subtree: true,
   attributeFilter: ["tabindex"],
-});
-// A narrower window makes more boxes scroll.
-let resized = null;
-addEventListener("resize", () => {
-  clearTimeout(resized);
-  resized = setTimeout(nameUnnamed, 200);
 });
 nameUnnamed();
