@@ -342,6 +342,36 @@ def scheme_of(page) -> str:
     return page.evaluate("document.body.dataset.mdColorScheme")
 
 
+def test_the_scheme_follows_the_system_then_the_readers_choice(browser, base_url):
+    """The palette form is the site's (docs/overrides/partials/palette.html), not the
+    theme's component: the system's scheme at first, then the toggle's choice, kept from
+    page to page, by click and by Enter, and the phone browser's bar colour set."""
+    context = browser.new_context(color_scheme="dark")
+    page, seen = visit(context, base_url + "basics/named-sharding/", wait="load")
+    assert page.locator("[data-md-component=palette]").count() == 0
+    assert scheme_of(page) == "slate"
+    toggle = page.locator("form.md-header__option label:not([hidden])")
+    assert toggle.count() == 1
+    assert toggle.get_attribute("title") == "Switch to light mode"
+    toggle.click()
+    assert scheme_of(page) == "default"
+    assert page.evaluate("__md_get('__palette').index") == 0
+    page.goto(base_url + "training/fsdp/", wait_until="load")
+    # kept on the next page, whatever the system says
+    assert scheme_of(page) == "default"
+    toggle = page.locator("form.md-header__option label:not([hidden])")
+    assert toggle.get_attribute("title") == "Switch to dark mode"
+    page.wait_for_function(
+        "/^#[0-9a-f]{6}$/.test(document.querySelector('meta[name=theme-color]').content)"
+    )
+    page.locator("#__palette_0").focus()
+    page.keyboard.press("Enter")
+    assert scheme_of(page) == "slate"
+    assert page.evaluate("__md_get('__palette').index") == 1
+    assert seen.console_errors == []
+    context.close()
+
+
 # One visit per page checks what it loads and what axe finds in both schemes: the light one
 # first (every rule), then the dark one (the colour rules: AXE_OPTIONS) through the page's own toggle (the same `slate` palette a reader
 # whose system is dark gets: see the test after this one), then the toggle back, so that the
