@@ -57,6 +57,10 @@ MEASURE = r"""() => {
 }"""
 
 
+# Opens every fold of the page.
+OPEN_FOLDS = "document.querySelectorAll('details').forEach((d) => { d.open = true; })"
+
+
 @pytest.fixture(scope="module")
 def phone_context(browser):
     # a touch screen, as a phone is: the theme behaves differently where nothing can hover
@@ -83,9 +87,7 @@ def test_on_a_phone_output_keeps_its_lines_and_what_scrolls_shows_it(
         page.click(f"label[for='{toggle}']")
     # every fold opened: what scrolls inside is named and focusable too (a11y.js reads it
     # once the browser lays the opened fold out)
-    page.evaluate(
-        "document.querySelectorAll('details').forEach((d) => { d.open = true; })"
-    )
+    page.evaluate(OPEN_FOLDS)
     page.wait_for_timeout(200)
     found["folds open"] = page.evaluate(MEASURE)
     page.close()
@@ -234,7 +236,7 @@ def test_the_copy_button_covers_no_first_line_of_code(browser, base_url, width, 
     context = browser.new_context(viewport={"width": width, "height": 900})
     page, _ = visit(context, base_url + path, wait="load")
     # Folded setup blocks are opened: their code counts too.
-    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.evaluate(OPEN_FOLDS)
     # The theme gives a block its buttons when it first scrolls into view (mkdocs.yml's
     # content.lazy): every block is scrolled to, and then each has its button.
     shown = page.evaluate(SCROLL_TO_EVERY_BLOCK)
