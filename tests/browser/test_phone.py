@@ -161,22 +161,7 @@ def test_per_device_tables_follow_the_scheme_and_scroll_to_their_end(
     for scheme, toggle in (("default", "__palette_1"), ("slate", "__palette_0")):
         assert scheme_of(page) == scheme
         for i in range(tables.count()):
-            found = tables.nth(i).evaluate(
-                """(table) => {
-                  let ground = table, colour;
-                  while ((colour = getComputedStyle(ground).backgroundColor)
-                         === "rgba(0, 0, 0, 0)") ground = ground.parentElement;
-                  const inks = new Set([...table.querySelectorAll("caption, th, td, span")]
-                    .filter((e) => e.textContent.trim())
-                    .map((e) => getComputedStyle(e).color));
-                  const box = table.parentElement;
-                  box.scrollLeft = box.scrollWidth;
-                  const shown = box.getBoundingClientRect().right + 1
-                    >= table.getBoundingClientRect().right;
-                  box.scrollLeft = 0;
-                  return {ground: colour, inks: [...inks], shown};
-                }"""
-            )
+            found = tables.nth(i).evaluate(INKS_ON_GROUND)
             dark = luminance(found["ground"]) < 0.05
             assert dark == (scheme == "slate"), (scheme, i, found["ground"])
             assert found["shown"], (scheme, i)
@@ -184,6 +169,43 @@ def test_per_device_tables_follow_the_scheme_and_scroll_to_their_end(
                 assert contrast(ink, found["ground"]) >= 4.5, (scheme, i, ink)
         page.click(f"label[for='{toggle}']")
     page.close()
+
+
+def test_the_roofline_table_follows_the_scheme_and_its_source_links_stay_readable(
+    phone_context, base_url
+):
+    """The inference-caches page's roofline table is a white card in the notebook, with links
+    to the chips' published figures in its caption; on the dark page a link in the scheme's
+    colour on that white card fell to under 4.5:1 (the daily axe run found it)."""
+    from .test_site import contrast
+
+    page, _ = visit(phone_context, base_url + "advanced/inference-caches/", wait="load")
+    table = page.locator("table.roofline")
+    assert table.count() == 1 and table.locator("caption a").count() >= 2
+    for scheme, toggle in (("default", "__palette_1"), ("slate", "__palette_0")):
+        assert scheme_of(page) == scheme
+        found = table.evaluate(INKS_ON_GROUND)
+        assert (luminance(found["ground"]) < 0.05) == (scheme == "slate"), found
+        for ink in found["inks"] + found["links"]:
+            assert contrast(ink, found["ground"]) >= 4.5, (scheme, ink)
+        page.click(f"label[for='{toggle}']")
+    page.close()
+
+
+# A table's ground (its own background, or the nearest one behind it), the colours of its
+# text and of its links, and whether scrolling its box to the end shows its right edge.
+INKS_ON_GROUND = """(table) => {
+  let ground = table, colour;
+  while ((colour = getComputedStyle(ground).backgroundColor) === "rgba(0, 0, 0, 0)")
+    ground = ground.parentElement;
+  const colours = (selector) => [...new Set([...table.querySelectorAll(selector)]
+    .filter((e) => e.textContent.trim()).map((e) => getComputedStyle(e).color))];
+  const box = table.parentElement;
+  box.scrollLeft = box.scrollWidth;
+  const shown = box.getBoundingClientRect().right + 1 >= table.getBoundingClientRect().right;
+  box.scrollLeft = 0;
+  return {ground: colour, inks: colours("caption, th, td, span"), links: colours("a"), shown};
+}"""
 
 
 # Scrolls each shown code block with a copy button (not an output: .no-copy) into view, until
