@@ -15,6 +15,8 @@
 - `dispatch(received, title)`: a mixture of experts' all-to-all, one arrow from each device
   to each expert's device as wide as the tokens it sent there, counted from the slots
   that hold a token in what each expert's device received.
+- `mesh_grid(mesh, title)`: a 1-D or 2-D mesh as its grid of devices, each at its place,
+  with the axes named along the grid.
 
 Device colours are the collectives page's (`render.DEVICE_COLOURS`); the stylesheet swaps them
 for the dark scheme's by matching the colour written inline, as it does for `per_device_table`.
@@ -720,8 +722,76 @@ def dispatch(received, title: str) -> object:
     return _render().Figure(svg=svg, text="\n".join(text))
 
 
+# ---------------------------------------------------------------------------------------------
+# A mesh: its devices at their places in the grid.
+
+
+def mesh_grid(mesh, title: str) -> object:
+    """A 1-D or 2-D mesh as its grid of devices: the first axis down, the second across (a
+    1-D mesh is one row), each cell the id of the device at that place, in its colour, read
+    from `mesh.device_ids`."""
+    import numpy as np
+
+    ids = np.asarray(mesh.device_ids)
+    names = tuple(mesh.axis_names)
+    if ids.ndim > 2:
+        raise ValueError(
+            f"mesh_grid draws 1-D and 2-D meshes; this one has {ids.ndim} axes {names}: "
+            "draw a 2-D mesh, or print mesh.device_ids."
+        )
+    if ids.ndim == 1:
+        ids, down, across = ids[None, :], None, names[0]
+    else:
+        down, across = names
+    rows, cols = ids.shape
+    left = PAD + (CHAR_W * (len(down) + 3) if down else 0)
+    cell_w = min((WIDTH - PAD - left) / cols, 64)
+    cell_h = 34
+    axes = f"{across} ({cols}) across" + (f", {down} ({rows}) down" if down else "")
+    y = LINE
+    parts = [f'<text x="{PAD}" y="{y}" font-weight="bold">{html.escape(axes)}</text>']
+    y += LINE + 4
+    for c in range(cols):
+        parts.append(
+            f'<text x="{left + (c + 0.5) * cell_w:.1f}" y="{y}" text-anchor="middle">'
+            f"{html.escape(across)} {c}</text>"
+        )
+    y += 8
+    text = [title, "mesh axes: " + axes]
+    for r in range(rows):
+        top = y + r * cell_h
+        if down:
+            parts.append(
+                f'<text x="{PAD}" y="{top + cell_h / 2:.1f}" dominant-baseline="central">'
+                f"{html.escape(down)} {r}</text>"
+            )
+        row = [int(i) for i in ids[r]]
+        for c, i in enumerate(row):
+            bx = left + c * cell_w
+            place = (f"{down} {r}, " if down else "") + f"{across} {c}"
+            parts.append(
+                f'<g class="block"><title>device {i} at {html.escape(place)}</title>'
+                f'<rect x="{bx:.2f}" y="{top:.2f}" width="{cell_w:.2f}" height="{cell_h}" '
+                f'fill="{_colour(i)}" fill-opacity="0.14" stroke="currentColor"/>'
+                + _label([i], bx + cell_w / 2, top + cell_h / 2, cell_w)
+                + "</g>"
+            )
+        where = f"{down} {r}: " if down else ""
+        text.append(f"  {where}devices " + " ".join(map(str, row)))
+    height = math.ceil(y + rows * cell_h + PAD)
+    svg = (
+        f'<svg class="blocks mesh-grid" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
 DRAWINGS = {
     "blocks": blocks,
+    "mesh_grid": mesh_grid,
     "step_flow": step_flow,
     "arrows": arrows,
     "ring_steps": ring_steps,

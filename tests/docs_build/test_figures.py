@@ -110,6 +110,50 @@ def test_blocks_refuse_what_they_cannot_draw(mesh):
         figures.blocks("t")
 
 
+def grid_drawn(svg: str) -> list[list[int]]:
+    """The device ids of a mesh drawing, row by row, from each cell's place and label."""
+    cells = re.findall(
+        r'<rect x="([\d.]+)" y="([\d.]+)"[^>]*/><text[^>]*><tspan fill="#\w+">(\d+)<',
+        svg,
+    )
+    rows: dict[float, list[tuple[float, int]]] = {}
+    for x, y, device in cells:
+        rows.setdefault(float(y), []).append((float(x), int(device)))
+    return [[d for _, d in sorted(rows[y])] for y in sorted(rows)]
+
+
+def test_a_mesh_is_drawn_as_its_device_ids(devices):
+    """The devices-and-meshes page's drawing: each cell holds the device at that place of
+    mesh.device_ids, in its colour, also for a mesh whose devices are not in id order."""
+    import numpy as np
+    from jax.sharding import AxisType, Mesh
+
+    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    shuffled = Mesh(
+        np.array(devices)[[3, 0, 6, 1, 7, 2, 5, 4]].reshape(4, 2), ("a", "b")
+    )
+    for m in (mesh, shuffled):
+        figure = figures.mesh_grid(m, "t")
+        assert grid_drawn(figure.svg) == np.asarray(m.device_ids).tolist()
+        down, across = m.axis_names
+        rows, cols = np.asarray(m.device_ids).shape
+        assert figure.text.splitlines()[:2] == [
+            "t",
+            f"mesh axes: {across} ({cols}) across, {down} ({rows}) down",
+        ]
+    line = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    assert grid_drawn(figures.mesh_grid(line, "t").svg) == [list(range(8))]
+    labels = re.findall(
+        r'<tspan fill="(#\w+)">(\d+)</tspan>', figures.mesh_grid(mesh, "t").svg
+    )
+    assert all(c == render.DEVICE_COLOURS[int(d)] for c, d in labels)
+    cube = jax.make_mesh(
+        (2, 2, 2), ("x", "y", "z"), axis_types=(AxisType.Explicit,) * 3
+    )
+    with pytest.raises(ValueError, match="1-D and 2-D meshes; this one has 3 axes"):
+        figures.mesh_grid(cube, "t")
+
+
 @pytest.fixture(scope="module")
 def fsdp_like(line_mesh):
     """Two weights of different shapes split over x, gathered for use; compiled for CPU."""
