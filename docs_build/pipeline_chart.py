@@ -2,7 +2,7 @@
 
 `<!-- draw: pipeline_chart(table, num_stages, "title") -->` after a block draws `table`, a
 `{(step, stage): ("F" or "B", microbatch)}` dict as snippets/training/pipeline_training builds
-and runs it: one lane per stage (device), one column per step, a box per job. A job may carry
+and runs it (or the `ran` array a GPipe forward pass records, see `from_ran`): one lane per stage (device), one column per step, a box per job. A job may carry
 a third number, the chunk of an interleaved schedule, `("F", 3, 1)`: its box reads F3c1 and
 the lanes are devices. Forward boxes
 are filled with the device's colour (the collectives page's colours) and labelled in white;
@@ -36,6 +36,24 @@ def _check(table: dict, num_stages: int) -> int:
                 f"a job is ('F' or 'B', microbatch[, chunk]); got {job!r}."
             )
     return max(step for step, _ in table) + 1
+
+
+def from_ran(ran) -> dict:
+    """The table of a forward pass as a GPipe loop records it: `ran`, one row per stage and
+    one column per step, holds the microbatch each stage ran at each step, or -1 for none
+    (snippets/training/pipeline/gpipe.py)."""
+    import numpy as np
+
+    grid = np.asarray(ran)
+    if grid.ndim != 2 or not np.issubdtype(grid.dtype, np.integer):
+        raise ValueError(
+            "pipeline_chart takes a schedule table, or `ran`: an integer array of one row "
+            f"per stage and one column per step; got {grid.dtype} of shape {grid.shape}."
+        )
+    return {
+        (int(step), int(stage)): ("F", int(grid[stage, step]))
+        for stage, step in zip(*np.nonzero(grid >= 0), strict=True)
+    }
 
 
 def _label(job: tuple) -> str:
@@ -128,7 +146,12 @@ def draw(table: dict, num_stages: int, title: str) -> tuple[str, str]:
     legend_y = bottom + 14
     parts.append(
         f'<text x="{LEFT}" y="{legend_y}">step across; F: forward (filled), '
-        "B: backward (outlined), empty: idle"
+        + (
+            "B: backward (outlined), "
+            if any(job[0] == "B" for job in table.values())
+            else ""
+        )
+        + "empty: idle"
         + ("; F3c1: microbatch 3 through chunk 1" if lane == "device" else "")
         + "</text>"
     )

@@ -470,6 +470,8 @@ def pipeline_chart(table, num_stages: int, title: str) -> Figure:
     docs_build/pipeline_chart.py)."""
     from docs_build import pipeline_chart as chart
 
+    if not isinstance(table, dict):
+        table = chart.from_ran(table)
     svg, text = chart.draw(table, num_stages, title)
     return Figure(svg=svg, text=text)
 

@@ -157,3 +157,30 @@ def test_times_round_up_to_five_minutes_and_read_as_hours_and_minutes(tmp_path):
 def test_a_marker_naming_no_section_stops_the_build():
     with pytest.raises(home.HomeError, match="names no section"):
         home.fill("<!-- home: time Nowhere -->", [("Foundations", [])])
+
+
+# The sections a learner reads before "Beyond the basics": every page among them draws at
+# least one figure from its own arrays or programs (issue 30 §2), each an <svg role="img">
+# with its text alternative.
+DRAWN_SECTIONS = (
+    "Foundations",
+    "Three ways to shard",
+    "Training across devices",
+    "Choosing a strategy",
+)
+
+
+def test_every_page_on_the_learners_path_draws_a_figure(built_site):
+    pages = [
+        p for name, pages in nav_sections() if name in DRAWN_SECTIONS for p in pages
+    ]
+    assert len(pages) >= 20
+    bare = []
+    for page in pages:
+        html = (built_site / url(page) / "index.html").read_text(encoding="utf-8")
+        figures = re.findall(
+            r'<svg [^>]*role="img"[^>]*aria-label(?:ledby)?="[^"]+"', html
+        )
+        if not figures:
+            bare.append(page)
+    assert bare == [], f"no drawn figure on {bare}"

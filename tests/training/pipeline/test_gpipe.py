@@ -92,6 +92,23 @@ def test_show_schedule_draws_the_grid(run, capsys):
     assert len(lines) == 9
 
 
+def test_the_chart_draws_what_the_loop_recorded(run):
+    """The page's bubble chart (`pipeline_chart(ran, ...)`): stage s idles s steps, runs
+    microbatches 0 to 3, then idles 7 - s, as `ran` says; a float array is refused."""
+    from docs_build import render
+
+    (_, _, _, _, _, ran), _ = run
+    text = render.pipeline_chart(ran, 8, "t").text.splitlines()
+    assert text[1] == "8 stages across, 11 steps; 56 of 88 slots idle"
+    for s in range(8):
+        idle = ([f"(idle {s})"] if s else []) + ["F0", "F1", "F2", "F3"]
+        idle += [f"(idle {7 - s})"] if s < 7 else []
+        assert text[2 + s] == f"stage {s}: " + " ".join(idle)
+    assert "B: backward" not in render.pipeline_chart(ran, 8, "t").svg
+    with pytest.raises(ValueError, match="an integer array of one row per stage"):
+        render.pipeline_chart(np.asarray(ran, dtype=float), 8, "t")
+
+
 def test_without_pcast_the_loop_carry_changes_type(model, run, monkeypatch):
     """What the page's note on `pcast` says: the carry starts the same on every stage, the
     loop makes it differ, and fori_loop refuses a carry whose type changes."""
