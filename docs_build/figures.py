@@ -17,6 +17,8 @@
   that hold a token in what each expert's device received.
 - `mesh_grid(mesh, title)`: a 1-D or 2-D mesh as its grid of devices, each at its place,
   with the axes named along the grid.
+- `stacked_bars(title, rows)`: bytes per device, one bar per row made of its parts, all on
+  one scale.
 
 Device colours are the collectives page's (`render.DEVICE_COLOURS`); the stylesheet swaps them
 for the dark scheme's by matching the colour written inline, as it does for `per_device_table`.
@@ -789,8 +791,73 @@ def mesh_grid(mesh, title: str) -> object:
     return _render().Figure(svg=svg, text="\n".join(text))
 
 
+# ---------------------------------------------------------------------------------------------
+# Bytes per device, one stacked bar per row.
+
+
+def stacked_bars(title: str, rows: list[tuple[str, list[tuple[str, int]]]]) -> object:
+    """One bar per row, its parts side by side in their colours, all bars on one scale (the
+    largest total fills the width); each bar's total in bytes at its end."""
+    if not rows or any(not parts for _, parts in rows):
+        raise ValueError("stacked_bars needs rows of (label, [(part, bytes), ...]).")
+    names = [name for name, _ in rows[0][1]]
+    for label, parts in rows:
+        if [name for name, _ in parts] != names:
+            raise ValueError(
+                f"every row needs the parts {names} in that order; {label!r} has "
+                f"{[name for name, _ in parts]}."
+            )
+        if any(not isinstance(b, int) or b < 0 for _, b in parts):
+            raise ValueError(f"{label!r}: a part's bytes must be a whole number >= 0.")
+    largest = max(sum(b for _, b in parts) for _, parts in rows)
+    if largest == 0:
+        raise ValueError("stacked_bars has nothing to draw: every total is 0 bytes.")
+    label_w = CHAR_W * max(len(label) for label, _ in rows) + PAD
+    totals = [f"{sum(b for _, b in parts):,} B" for _, parts in rows]
+    total_w = CHAR_W * max(map(len, totals)) + 4
+    left, bar_w = PAD + label_w, WIDTH - 2 * PAD - label_w - total_w
+    parts_svg, x = [], PAD
+    y = LINE
+    for k, name in enumerate(names):  # the legend
+        parts_svg.append(
+            f'<rect x="{x}" y="{y - 10}" width="10" height="10" fill="{_colour(k + 1)}"/>'
+            f'<text x="{x + 14}" y="{y}">{html.escape(name)}</text>'
+        )
+        x += 14 + CHAR_W * len(name) + 12
+    y += 10
+    text = [title, "bytes per device: " + ", ".join(names)]
+    for (label, parts), total in zip(rows, totals, strict=True):
+        parts_svg.append(f'<text x="{PAD}" y="{y + 11}">{html.escape(label)}</text>')
+        x = left
+        for k, (name, count) in enumerate(parts):
+            width = count / largest * bar_w
+            parts_svg.append(
+                f'<rect x="{x:.2f}" y="{y}" width="{width:.2f}" height="16" '
+                f'fill="{_colour(k + 1)}" data-bytes="{count}">'
+                f"<title>{html.escape(label)}, {html.escape(name)}: {count:,} B</title></rect>"
+            )
+            x += width
+        parts_svg.append(f'<text x="{x + 4:.2f}" y="{y + 12}">{total}</text>')
+        text.append(
+            f"  {label}: "
+            + ", ".join(f"{name} {count:,} B" for name, count in parts)
+            + f"; {total}"
+        )
+        y += 24
+    height = math.ceil(y + 4)
+    svg = (
+        f'<svg class="blocks bars" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts_svg) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
 DRAWINGS = {
     "blocks": blocks,
+    "stacked_bars": stacked_bars,
     "mesh_grid": mesh_grid,
     "step_flow": step_flow,
     "arrows": arrows,

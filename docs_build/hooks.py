@@ -255,6 +255,10 @@ def chunk_markdown(chunk: dict) -> str:
     """
     if "svg" in chunk:
         return f'<div class="sharding-diagram" data-search-exclude>\n{chunk["svg"]}\n</div>'
+    if "html" in chunk and chunk["html"].startswith("<table>"):
+        # a table of data (render.rich_table): the theme styles it as any table of the
+        # page's, and wraps it in its scrolling box
+        return f'<div class="data-table" data-search-exclude>\n{chunk["html"]}\n</div>'
     if "html" in chunk:
         return f'<div class="per-device-table" data-search-exclude>\n{chunk["html"]}\n</div>'
     text = chunk["text"].rstrip("\n")

@@ -146,6 +146,23 @@ def capture() -> Iterator[Capture]:
         result._start_figure(self)
 
     console_class.__init__ = recording_init
+    # A table of data (a rich Table with a header) becomes an HTML table, which reflows and
+    # reads at the page's size; its plain reading is what rich would have printed.
+    original_print = console_class.print
+
+    def recording_print(self, *objects, **kwargs):
+        if objects and all(_is_data_table(o) for o in objects):
+            for table in objects:
+                plain = console_class.__new__(console_class)
+                original_init(
+                    plain, file=io.StringIO(), width=self.width, color_system=None
+                )
+                original_print(plain, table)
+                result.add(rich_table(table, plain.file.getvalue()))
+            return
+        original_print(self, *objects, **kwargs)
+
+    console_class.print = recording_print
     rich._console = None  # `rich.print` makes its console anew, inside this capture
     pyplot = sys.modules.get("matplotlib.pyplot")
     saved_show = pyplot.show if pyplot else None
@@ -162,10 +179,65 @@ def capture() -> Iterator[Capture]:
         if pyplot:
             pyplot.show = saved_show
         console_class.__init__ = original_init
+        console_class.print = original_print
         rich._console = None
         for name, function in zip(PRIVATE_DRAWING, saved_colours, strict=True):
             setattr(_debugging(), name, function)
         result._finish()
+
+
+def _is_data_table(renderable) -> bool:
+    """A rich Table with a header row: data, not a drawing (JAX's sharding diagrams are
+    tables without one)."""
+    from rich.table import Table
+
+    return isinstance(renderable, Table) and renderable.show_header
+
+
+def _cell_html(cell) -> str:
+    """A cell's text as rich shows it (markup read, styles dropped), line breaks kept."""
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str):
+        text = Text.from_markup(cell).plain
+    else:
+        text = str(cell)
+    return html.escape(text).replace("\n", "<br>")
+
+
+def rich_table(table, text: str) -> Html:
+    """A rich Table as an HTML table: its title the caption, its header the column heads, the
+    first column the row heads, right-justified columns right-aligned; rich's caption
+    follows it in italics. `text` is the table as rich prints it, the plain reading."""
+    columns = table.columns
+    cells = [list(column.cells) for column in columns]
+
+    def align(column) -> str:
+        return ' style="text-align:right"' if column.justify == "right" else ""
+
+    head = "".join(
+        f'<th scope="col"{align(c)}>{_cell_html(c.header)}</th>' for c in columns
+    )
+    rows = []
+    for r in range(table.row_count):
+        row = []
+        for i, column in enumerate(columns):
+            tag, scope = ("th", ' scope="row"') if i == 0 else ("td", "")
+            row.append(
+                f"<{tag}{scope}{align(column)}>{_cell_html(cells[i][r])}</{tag}>"
+            )
+        rows.append("<tr>" + "".join(row) + "</tr>")
+    caption = f"<caption>{_cell_html(table.title)}</caption>" if table.title else ""
+    out = (
+        f"<table>{caption}<thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+    if table.caption:
+        out += f"\n<p><em>{_cell_html(table.caption)}</em></p>"
+    text = "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+    return Html(html=out, text=text)
 
 
 def plot_figure(figure) -> Figure:

@@ -1,5 +1,6 @@
 """docs_build.render: printed text and rich drawings, captured in order, as self-contained SVG."""
 
+import io
 import re
 
 import jax
@@ -192,17 +193,50 @@ def test_the_table_is_a_white_card_in_both_schemes(line_mesh):
     )
 
 
-def test_uncoloured_text_in_a_rich_table_follows_the_page_colour():
+def test_uncoloured_text_in_a_rich_drawing_follows_the_page_colour():
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("device", "holds")
+    table = Table("device", "holds", show_header=False)  # a drawing, as JAX's diagrams
     table.add_row("cpu:0", "[0 1]")
     with render.capture() as captured:
         Console().print(table)
     svg = captured.chunks[0].svg
     assert "fill: currentColor" in svg and "#010203" not in svg
     assert "cpu:0" in captured.chunks[0].text
+
+
+def test_a_rich_table_of_data_becomes_an_html_table():
+    """choosing, collectives, sharding-parameters and inference print rich Tables with a
+    header: on the page they are HTML tables, which reflow, with rich's text as their
+    plain reading; markup is read, line breaks kept, right-justified columns right-aligned."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Per device", caption="compiled for the CPU backend")
+    table.add_column("strategy")
+    table.add_column("bytes", justify="right")
+    table.add_row("FSDP", "2,628\nW/8")
+    table.add_row("[bold]2-D[/bold]", "5,280 < 6")
+    with render.capture() as captured:
+        print("before")
+        Console(width=60).print(table)
+    before, drawn = captured.chunks
+    assert before == "before\n" and isinstance(drawn, render.Html)
+    assert drawn.html == (
+        "<table><caption>Per device</caption><thead><tr>"
+        '<th scope="col">strategy</th><th scope="col" style="text-align:right">bytes</th>'
+        "</tr></thead><tbody>"
+        '<tr><th scope="row">FSDP</th><td style="text-align:right">2,628<br>W/8</td></tr>'
+        '<tr><th scope="row">2-D</th><td style="text-align:right">5,280 &lt; 6</td></tr>'
+        "</tbody></table>\n<p><em>compiled for the CPU backend</em></p>"
+    )
+    printed = io.StringIO()
+    Console(file=printed, width=60, color_system=None).print(table)
+    assert drawn.text == "\n".join(
+        line.rstrip() for line in printed.getvalue().splitlines()
+    )
+    assert "┃ strategy" in drawn.text
 
 
 def test_rich_print_is_captured_in_each_block_it_is_used_in():
@@ -214,7 +248,7 @@ def test_rich_print_is_captured_in_each_block_it_is_used_in():
         table.add_row(row)
         with render.capture() as captured:
             rich.print(table)
-        assert [type(c).__name__ for c in captured.chunks] == ["Figure"]
+        assert [type(c).__name__ for c in captured.chunks] == ["Html"]
         assert row in captured.chunks[0].text
 
 

@@ -347,6 +347,10 @@ def golden(chunks_per_block: list[list[dict]]) -> str:
                 )
                 drawn = without_times(chunk["alt"])
                 parts.append(f"--- block {number}: diagram\n{drawn}\nfills: {fills}")
+            elif "html" in chunk and chunk["html"].startswith("<table>"):
+                # a table of data (render.rich_table), read as rich prints it
+                drawn = without_times(chunk["alt"])
+                parts.append(f"--- block {number}: table\n{drawn}")
             elif "html" in chunk:
                 parts.append(
                     f"--- block {number}: table\n{chunk['alt']}\n{cell_colours(chunk)}"

@@ -154,6 +154,33 @@ def test_a_mesh_is_drawn_as_its_device_ids(devices):
         figures.mesh_grid(cube, "t")
 
 
+def test_stacked_bars_draw_each_part_to_one_scale():
+    """The choosing page's bars: each part as wide as its bytes on the one scale where the
+    largest total fills the bar; parts that differ from row to row are refused."""
+    rows = [("a", [("w", 300), ("t", 100)]), ("b", [("w", 50), ("t", 150)])]
+    figure = figures.stacked_bars("t", rows)
+    drawn = [
+        (int(b), float(w))
+        for w, b in re.findall(
+            r'width="([\d.]+)" height="16" [^>]*data-bytes="(\d+)"', figure.svg
+        )
+    ]
+    assert [b for b, _ in drawn] == [300, 100, 50, 150]
+    full = drawn[0][1] + drawn[1][1]  # the largest total, 400 bytes
+    for count, width in drawn:
+        assert width == pytest.approx(count / 400 * full, abs=0.01)
+    assert figure.text.splitlines()[2:] == [
+        "  a: w 300 B, t 100 B; 400 B",
+        "  b: w 50 B, t 150 B; 200 B",
+    ]
+    with pytest.raises(ValueError, match="parts"):
+        figures.stacked_bars("t", [("a", [("w", 1)]), ("b", [("t", 1)])])
+    with pytest.raises(ValueError, match="whole number"):
+        figures.stacked_bars("t", [("a", [("w", -1)])])
+    with pytest.raises(ValueError, match="needs rows"):
+        figures.stacked_bars("t", [])
+
+
 @pytest.fixture(scope="module")
 def fsdp_like(line_mesh):
     """Two weights of different shapes split over x, gathered for use; compiled for CPU."""
