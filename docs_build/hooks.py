@@ -10,6 +10,7 @@ error index (`docs_build.errorindex`), the version matrix's and the TPU results'
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import posixpath
 import re
@@ -349,11 +350,44 @@ _NAVIGATION = re.compile(
 _PLAIN_NAME = re.compile(r'<span class="n">([^<]*)</span>')
 
 
+# Text in a figure stays at 11 px or more on any screen: a drawing whose box would shrink its
+# smallest text below that gets a minimum width, and its box scrolls sideways instead (with
+# the cue of extra.css, named and focusable by a11y.js).
+SMALLEST_TEXT = 11
+_FIGURE = re.compile(r"<svg\b[^>]*\brole=\"img\"[^>]*>.*?</svg>", re.S)
+# (case-blind: a notebook page's markup writes the attribute `viewbox`)
+_VIEW_WIDTH = re.compile(r'\bviewBox="[\d.-]+ [\d.-]+ ([\d.]+) [\d.]+"', re.I)
+_FONT_SIZES = re.compile(
+    r'font-size(?:="|:\s*)([\d.]+)|\bfont:\s*(?:[a-z-]+\s+)*([\d.]+)px'
+)
+
+
+def readable_figures(html: str) -> str:
+    """Each drawing with a minimum width at which its smallest text is SMALLEST_TEXT px."""
+
+    def widen(match: re.Match) -> str:
+        svg = match[0]
+        root = svg[: svg.index(">") + 1]
+        width = _VIEW_WIDTH.search(root)
+        sizes = [float(a or b) for a, b in _FONT_SIZES.findall(svg)]
+        if not width or not sizes or "min-width" in root:
+            return svg
+        least = math.ceil(float(width[1]) * SMALLEST_TEXT / min(sizes))
+        if 'style="' in root:
+            widened = root.replace('style="', f'style="min-width:{least}px;', 1)
+        else:
+            widened = root[:-1] + f' style="min-width:{least}px">'
+        return widened + svg[len(root) :]
+
+    return _FIGURE.sub(widen, html)
+
+
 def on_post_page(output, page, config):
     # On the written page: applied in on_page_content, a setup fold's code was written
     # with its markers all the same (seen on the mixed-precision page).
     output = drop_unlisted_markers(output)
     output = _PLAIN_NAME.sub(r"\1", output)
+    output = readable_figures(output)
     return _NAVIGATION.sub(
         lambda m: re.sub(r"\n[ \t]*(?=\n)", "", m[1]), output, count=1
     )

@@ -869,3 +869,26 @@ def test_no_output_names_the_build(page_outputs):
         for page, text in shown
         if page == "concepts/automatic-sharding.md"
     )
+
+
+def test_a_drawing_keeps_its_smallest_text_at_11_px():
+    """hooks.readable_figures: the minimum width at which a drawing's smallest text (an
+    attribute, a style or a `font:` shorthand) is drawn at 11 px; icons (no role=img) and a
+    drawing without sizes are left as they are."""
+    plot = '<svg viewBox="0 0 760 356" role="img" font-size="12"><text>a</text></svg>'
+    assert 'style="min-width:697px"' in site_hooks.readable_figures(plot)
+    rich = (
+        '<svg class="rich-svg" viewBox="0 0 400 50" role="img" style="color:red">'
+        "<style>.m { font-size: 20px; }</style></svg>"
+    )
+    assert 'style="min-width:220px;color:red"' in site_hooks.readable_figures(rich)
+    shorthand = (
+        '<svg viewBox="0 0 100 10" role="img"><text style="font: 10px sans">x</text>'
+        '<text font-size="13">y</text></svg>'
+    )
+    assert "min-width:110px" in site_hooks.readable_figures(shorthand)
+    notebook = '<svg role="img" viewbox="0 0 760 356" font-size="12"></svg>'
+    assert "min-width:697px" in site_hooks.readable_figures(notebook)
+    icon = '<svg viewBox="0 0 24 24"><path d="M0 0"/></svg>'
+    bare = '<svg viewBox="0 0 24 24" role="img"><path d="M0 0"/></svg>'
+    assert site_hooks.readable_figures(icon + bare) == icon + bare

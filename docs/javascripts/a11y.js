@@ -6,14 +6,16 @@
 // output blocks). Markers and button bars are created after load, so new ones are named as
 // they appear, and a box that changes size is checked again for whether it scrolls.
 let codeBars = 0;
-const SCROLL_REGIONS = ".md-typeset__scrollwrap, .md-typeset .per-device-table, .md-typeset .sharding-diagram";
+const SCROLL_REGIONS = ".md-typeset__scrollwrap, .md-typeset .per-device-table, .md-typeset .sharding-diagram, .md-typeset .tpu-plot, .md-typeset .overlap-chart";
 const CODES = ".md-typeset pre > code";
 // A box wider than the page scrolls sideways (a table in its wrapper, a per-device table, a
 // diagram): reachable by keyboard too, as a named region.
 function nameRegion(wrap) {
   if (wrap.hasAttribute("tabindex")) return;
   wrap.setAttribute("tabindex", "0");
-  wrap.setAttribute("role", "region");
+  // a figure (a plot, a chart) keeps its own role, which may not be changed to a region
+  const figure = wrap.tagName === "FIGURE";
+  if (!figure) wrap.setAttribute("role", "region");
   // Named after its caption, or else after the section it is in (the nearest heading before
   // its top-level block), and numbered where a section holds several: landmarks need
   // distinct names.
@@ -24,9 +26,9 @@ function nameRegion(wrap) {
   let heading = block.previousElementSibling;
   while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
   const caption = wrap.querySelector("caption")?.firstChild?.textContent.trim();
-  const base = `Table: ${caption || heading?.textContent.replace("¶", "").trim() || document.title}`;
+  const base = `${figure ? "Figure" : "Table"}: ${caption || heading?.textContent.replace("¶", "").trim() || document.title}`;
   let name = base;
-  for (let n = 2; document.querySelector(`[role=region][aria-label="${CSS.escape(name)}"]`); n++) {
+  for (let n = 2; document.querySelector(`[tabindex="0"][aria-label="${CSS.escape(name)}"]`); n++) {
     name = `${base} (${n})`;
   }
   wrap.setAttribute("aria-label", name);

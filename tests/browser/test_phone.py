@@ -12,9 +12,9 @@ PHONE = {"width": 390, "height": 844}
 
 # In one page, in its current scheme: every line of an output block that is not an
 # exception's message (`.output-prose`, docs_build/prose.py) and takes more than one line
-# box; and every element of the content that scrolls sideways without the cue (the shades of
+# box; every element of the content that scrolls sideways without the cue (the shades of
 # extra.css: gradients, two of them scrolling with the content), without keyboard access or
-# without a name.
+# without a name; and every drawing whose text is drawn under 11 px.
 MEASURE = r"""() => {
   const wrapped = [];
   for (const code of document.querySelectorAll(".output pre > code")) {
@@ -53,7 +53,23 @@ MEASURE = r"""() => {
                   el.textContent.trim().slice(0, 40));
     }
   }
-  return {wrapped, uncued};
+  // every drawing's smallest text as drawn: its font size times the drawing's scale
+  const small = [];
+  for (const svg of document.querySelectorAll(".md-content svg[role=img]")) {
+    if (!svg.getClientRects().length || svg.closest("details:not([open])")) continue;
+    const view = svg.viewBox.baseVal;
+    const scale = view && view.width ? svg.getBoundingClientRect().width / view.width : 1;
+    for (const text of svg.querySelectorAll("text")) {
+      if (!text.textContent.trim()) continue;
+      const px = parseFloat(getComputedStyle(text).fontSize) * scale;
+      if (px < 10.95) {
+        small.push(`${svg.getAttribute("class")}: ${px.toFixed(1)} px ` +
+                   text.textContent.trim().slice(0, 30));
+        break;
+      }
+    }
+  }
+  return {wrapped, uncued, small};
 }"""
 
 
@@ -91,9 +107,9 @@ def test_on_a_phone_output_keeps_its_lines_and_what_scrolls_shows_it(
     page.wait_for_timeout(200)
     found["folds open"] = page.evaluate(MEASURE)
     page.close()
-    assert found["default"] == {"wrapped": [], "uncued": []}
-    assert found["slate"] == {"wrapped": [], "uncued": []}
-    assert found["folds open"]["uncued"] == []
+    assert found["default"] == {"wrapped": [], "uncued": [], "small": []}
+    assert found["slate"] == {"wrapped": [], "uncued": [], "small": []}
+    assert found["folds open"]["uncued"] == found["folds open"]["small"] == []
 
 
 def edge_brightness(page, element) -> tuple[float, float]:
