@@ -73,6 +73,12 @@ MEASURE = r"""() => {
 }"""
 
 
+# Two animation frames: the ResizeObserver callbacks of the frames laid out since load (where
+# a11y.js names what scrolls) have run.
+SETTLED = (
+    "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+)
+
 # Opens every fold of the page.
 OPEN_FOLDS = "document.querySelectorAll('details').forEach((d) => { d.open = true; })"
 
@@ -96,6 +102,7 @@ def test_on_a_phone_output_keeps_its_lines_and_what_scrolls_shows_it(
 ):
     page, _ = visit(phone_context, base_url + path, wait="load")
     page.wait_for_timeout(100)  # a11y.js names what scrolls once the theme has settled
+    page.evaluate(SETTLED)  # ... in a ResizeObserver callback, late on a busy machine
     found = {}
     for scheme, toggle in (("default", "__palette_1"), ("slate", "__palette_0")):
         assert scheme_of(page) == scheme
