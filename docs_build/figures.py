@@ -45,6 +45,19 @@ def _render():
     return render
 
 
+def _figure(kind: str, height: float, label: str, parts: list[str], text: list[str]):
+    """A drawing WIDTH wide as the site shows it: `kind` its classes, `label` its text
+    alternative, `parts` its SVG elements, `text` its plain reading, line by line."""
+    svg = (
+        f'<svg class="{kind}" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'aria-label="{html.escape(label)}" font-size="{FONT}" '
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
+        'fill="currentColor">' + "".join(parts) + "</svg>"
+    )
+    return _render().Figure(svg=svg, text="\n".join(text))
+
+
 def _colour(device_id: int) -> str:
     colours = _render().DEVICE_COLOURS
     return colours[device_id % len(colours)]
@@ -180,14 +193,7 @@ def blocks(title: str, *arrays: tuple[str, object]) -> object:
         y += 10
     height = math.ceil(y)
     description = " ".join(text[1:])
-    svg = (
-        f'<svg class="blocks" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(title + ". " + description)}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks", height, title + ". " + description, parts, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,14 +529,7 @@ def arrows(f, before, after, title: str) -> object:
         + "</g>"
     )
     height = low_y + BOX_H + LINE + 4
-    svg = (
-        f'<svg class="blocks arrows" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks arrows", height, ". ".join(text), parts, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,14 +620,7 @@ def ring_steps(compiled, mesh, title: str) -> object:
         for k, row in enumerate(held)
     ]
     height = round(top + (n - 1) * step_h + LINE)
-    svg = (
-        f'<svg class="blocks ring" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks ring", height, ". ".join(text), parts, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -714,14 +706,7 @@ def dispatch(received, title: str) -> object:
         text.append(f"device {source} sends " + ", ".join(to))
     parts.append('<g fill="none">' + "".join(lines) + "</g>")
     height = low_y + BOX_H + LINE + 4
-    svg = (
-        f'<svg class="blocks dispatch" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks dispatch", height, ". ".join(text), parts, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -781,14 +766,7 @@ def mesh_grid(mesh, title: str) -> object:
         where = f"{down} {r}: " if down else ""
         text.append(f"  {where}devices " + " ".join(map(str, row)))
     height = math.ceil(y + rows * cell_h + PAD)
-    svg = (
-        f'<svg class="blocks mesh-grid" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks mesh-grid", height, ". ".join(text), parts, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,14 +823,7 @@ def stacked_bars(title: str, rows: list[tuple[str, list[tuple[str, int]]]]) -> o
         )
         y += 24
     height = math.ceil(y + 4)
-    svg = (
-        f'<svg class="blocks bars" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="{html.escape(". ".join(text))}" font-size="{FONT}" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" '
-        'fill="currentColor">' + "".join(parts_svg) + "</svg>"
-    )
-    return _render().Figure(svg=svg, text="\n".join(text))
+    return _figure("blocks bars", height, ". ".join(text), parts_svg, text)
 
 
 DRAWINGS = {
