@@ -787,11 +787,12 @@ def stacked_bars(title: str, rows: list[tuple[str, list[tuple[str, int]]]]) -> o
             )
         if any(not isinstance(b, int) or b < 0 for _, b in parts):
             raise ValueError(f"{label!r}: a part's bytes must be a whole number >= 0.")
-    largest = max(sum(b for _, b in parts) for _, parts in rows)
+    sums = [sum(b for _, b in parts) for _, parts in rows]
+    largest = max(sums)
     if largest == 0:
         raise ValueError("stacked_bars has nothing to draw: every total is 0 bytes.")
     label_w = CHAR_W * max(len(label) for label, _ in rows) + PAD
-    totals = [f"{sum(b for _, b in parts):,} B" for _, parts in rows]
+    totals = [f"{total:,} B" for total in sums]
     total_w = CHAR_W * max(map(len, totals)) + 4
     left, bar_w = PAD + label_w, WIDTH - 2 * PAD - label_w - total_w
     parts_svg, x = [], PAD

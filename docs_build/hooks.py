@@ -29,6 +29,7 @@ from docs_build import (
     outputs,
     planner_page,
     prose,
+    render,
 )
 from docs_build.compiled import pages as tpu_pages
 from docs_build.devices import CACHE_SETTINGS
@@ -256,7 +257,7 @@ def chunk_markdown(chunk: dict) -> str:
     """
     if "svg" in chunk:
         return f'<div class="sharding-diagram" data-search-exclude>\n{chunk["svg"]}\n</div>'
-    if "html" in chunk and chunk["html"].startswith("<table>"):
+    if "html" in chunk and render.is_data_table(chunk["html"]):
         # a table of data (render.rich_table): the theme styles it as any table of the
         # page's, and wraps it in its scrolling box
         return f'<div class="data-table" data-search-exclude>\n{chunk["html"]}\n</div>'

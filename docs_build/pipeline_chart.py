@@ -2,9 +2,10 @@
 
 `<!-- draw: pipeline_chart(table, num_stages, "title") -->` after a block draws `table`, a
 `{(step, stage): ("F" or "B", microbatch)}` dict as snippets/training/pipeline_training builds
-and runs it (or the `ran` array a GPipe forward pass records, see `from_ran`): one lane per stage (device), one column per step, a box per job. A job may carry
-a third number, the chunk of an interleaved schedule, `("F", 3, 1)`: its box reads F3c1 and
-the lanes are devices. Forward boxes
+and runs it (or the `ran` array a GPipe forward pass records, see `from_ran`): one lane per
+stage (device), one column per step, a box per job. A job may carry a third number, the chunk
+of an interleaved schedule, `("F", 3, 1)`: its box reads F3c1 and the lanes are devices.
+Forward boxes
 are filled with the device's colour (the collectives page's colours) and labelled in white;
 backward boxes are white cards outlined and labelled in that colour, so both read in the light
 and the dark scheme (every device colour keeps 4.5:1 on white). An empty slot is the bubble.

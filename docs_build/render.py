@@ -207,6 +207,12 @@ def _cell_html(cell) -> str:
     return html.escape(text).replace("\n", "<br>")
 
 
+def is_data_table(html_text: str) -> bool:
+    """Whether a drawn table's HTML is a table of data (`rich_table`'s, which carries no
+    class or inline style), not a per-device table or another styled card."""
+    return html_text.startswith("<table>")
+
+
 def rich_table(table, text: str) -> Html:
     """A rich Table as an HTML table: its title the caption, its header the column heads, the
     first column the row heads, right-justified columns right-aligned; rich's caption

@@ -16,7 +16,7 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 
 import docs_build.built_site
 from docs_build import hooks as site_hooks
-from docs_build import notebooks, outputs, portable
+from docs_build import notebooks, outputs, portable, render
 from docs_build.versions import pages as version_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,7 +347,7 @@ def golden(chunks_per_block: list[list[dict]]) -> str:
                 )
                 drawn = without_times(chunk["alt"])
                 parts.append(f"--- block {number}: diagram\n{drawn}\nfills: {fills}")
-            elif "html" in chunk and chunk["html"].startswith("<table>"):
+            elif "html" in chunk and render.is_data_table(chunk["html"]):
                 # a table of data (render.rich_table), read as rich prints it
                 drawn = without_times(chunk["alt"])
                 parts.append(f"--- block {number}: table\n{drawn}")
